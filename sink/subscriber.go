@@ -1,0 +1,180 @@
+package sink
+
+import (
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Standard subscriber field names, as the service spells them in JSON.
+const (
+	FieldEmail     = "email"
+	FieldFirstname = "firstname"
+	FieldLastname  = "lastname"
+	FieldAddress   = "address"
+	FieldZip       = "zip"
+	FieldCity      = "city"
+	FieldPhone     = "phone"
+	FieldCompany   = "company"
+	FieldBirthday  = "birthday"
+	FieldGender    = "gender"
+)
+
+// Consent fields of the service. They are sent and returned under these exact names.
+const (
+	ConsentEmail        = "SAMTYKKEEPOST"
+	ConsentSMS          = "SAMTYKKESMS"
+	ConsentEmailAndSMS  = "SAMTYKKEEPOSTOGSMS"
+	ConsentPrivacyTerms = "PERSONVERNERKLRING"
+)
+
+// ConsentFields lists the consent fields in the order the service documents them.
+var ConsentFields = []string{ConsentEmail, ConsentSMS, ConsentEmailAndSMS, ConsentPrivacyTerms}
+
+// Subscriber statuses. An unsubscribe and a bounce are distinct everywhere.
+const (
+	StatusActive       = "active"
+	StatusUnsubscribed = "unsubscribed"
+	StatusBounce       = "bounce"
+	// StatusReactivate is accepted by bulkinsert's status query only. subsync never sends it
+	// unless a person asked for it explicitly.
+	StatusReactivate = "reactivate"
+)
+
+// Subscriber is one row of a bulkinsert, or the body of a single create/update.
+//
+// Empty strings are omitted from the JSON, so a payload never clears a value the service
+// already holds. Fields carries the consent fields (SAMTYKKEEPOST, …) and custom-field slots
+// (EXTRA<n>) by their service name.
+type Subscriber struct {
+	Email     string
+	Firstname string
+	Lastname  string
+	Address   string
+	Zip       string
+	City      string
+	Phone     string
+	Company   string
+	Birthday  string // YYYY-MM-DD
+	Gender    string
+	Fields    map[string]string
+	Tags      []string
+}
+
+// MarshalJSON encodes the subscriber as the service expects it. The output is deterministic
+// (custom fields sorted by name), so it doubles as the input of a delta fingerprint.
+func (s Subscriber) MarshalJSON() ([]byte, error) {
+	return s.AppendJSON(make([]byte, 0, 256)), nil
+}
+
+// AppendJSON appends the JSON object of s to dst and returns the extended buffer.
+// It allocates nothing beyond growing dst (and a small key slice when Fields has more than one key).
+func (s Subscriber) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	first := true
+	field := func(name, v string) {
+		if v == "" {
+			return
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendString(dst, name)
+		dst = append(dst, ':')
+		dst = appendString(dst, v)
+	}
+	field(FieldEmail, s.Email)
+	field(FieldFirstname, s.Firstname)
+	field(FieldLastname, s.Lastname)
+	field(FieldAddress, s.Address)
+	field(FieldZip, s.Zip)
+	field(FieldCity, s.City)
+	field(FieldPhone, s.Phone)
+	field(FieldCompany, s.Company)
+	field(FieldBirthday, s.Birthday)
+	field(FieldGender, s.Gender)
+	switch len(s.Fields) {
+	case 0:
+	case 1:
+		for k, v := range s.Fields {
+			field(k, v)
+		}
+	default:
+		var buf [16]string
+		keys := buf[:0]
+		for k := range s.Fields {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			field(k, s.Fields[k])
+		}
+	}
+	if len(s.Tags) > 0 {
+		if !first {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"tags":[`...)
+		for i, t := range s.Tags {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, t)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as encoding/json does.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\u202`...)
+			dst = strconv.AppendInt(dst, int64(r&0xF), 16)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
