@@ -1,0 +1,240 @@
+package sink
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SubscriberRecord is a subscriber as the v2 interface shows it. Nullable service fields
+// are *string (nil = null).
+type SubscriberRecord struct {
+	ID          int64
+	Email       string
+	Firstname   string
+	Lastname    string
+	Address     string
+	Zip         string
+	City        string
+	Phone       *string
+	Company     string
+	Birthday    *string
+	Gender      string
+	DateCreated string
+	DateUpdated string
+	// Fields holds the consent fields (SAMTYKKEEPOST, …) and custom-field slots (EXTRA<n>)
+	// exactly as returned; a nil value is a null.
+	Fields map[string]*string
+	// Status is the subscriber's status where the response carries one (by_list rows may);
+	// the show response does not.
+	Status string
+}
+
+// UnmarshalJSON reads the v2 representation tolerantly: numbers where strings are
+// expected are kept as their text, unknown members are ignored.
+func (r *SubscriberRecord) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	var out SubscriberRecord
+	str := func(k string) string { return rawText(raw[k]) }
+	nullable := func(k string) *string {
+		v, ok := raw[k]
+		if !ok {
+			return nil
+		}
+		var f flexNullString
+		_ = f.UnmarshalJSON(v)
+		return f.ptr()
+	}
+	var id flexInt
+	if v, ok := raw["id"]; ok {
+		if err := id.UnmarshalJSON(v); err != nil {
+			return fmt.Errorf("subscriber id: %w", err)
+		}
+	}
+	out.ID = int64(id)
+	out.Email, out.Firstname, out.Lastname = str(FieldEmail), str(FieldFirstname), str(FieldLastname)
+	out.Address, out.Zip, out.City = str(FieldAddress), str(FieldZip), str(FieldCity)
+	out.Phone, out.Company, out.Birthday, out.Gender = nullable(FieldPhone), str(FieldCompany), nullable(FieldBirthday), str(FieldGender)
+	out.DateCreated, out.DateUpdated = str("date_created"), str("date_updated")
+	out.Status = cmpStatus(str("status"), str("email_status"))
+	for k, v := range raw {
+		if !isSlotOrConsent(k) {
+			continue
+		}
+		if out.Fields == nil {
+			out.Fields = make(map[string]*string)
+		}
+		var f flexNullString
+		_ = f.UnmarshalJSON(v)
+		out.Fields[k] = f.ptr()
+	}
+	*r = out
+	return nil
+}
+
+func cmpStatus(a, b string) string {
+	if a != "" {
+		return strings.ToLower(strings.TrimSpace(a))
+	}
+	return strings.ToLower(strings.TrimSpace(b))
+}
+
+// isSlotOrConsent reports whether a member name is a consent field or an EXTRA<n> slot.
+func isSlotOrConsent(k string) bool {
+	for _, c := range ConsentFields {
+		if k == c {
+			return true
+		}
+	}
+	if len(k) <= 5 || !strings.EqualFold(k[:5], "extra") {
+		return false
+	}
+	for _, r := range k[5:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Subscriber shows one subscriber (GET /subscribers/{id}).
+func (c *Client) Subscriber(ctx context.Context, id int64) (SubscriberRecord, error) {
+	cl := &call{method: http.MethodGet, route: "/subscribers/{id}", path: subscriberPath(id)}
+	resp, err := c.do(ctx, cl)
+	if err != nil {
+		return SubscriberRecord{}, err
+	}
+	var rec SubscriberRecord
+	if err := c.decodeJSON(cl, resp, &rec); err != nil {
+		return SubscriberRecord{}, err
+	}
+	return rec, nil
+}
+
+// UpsertSubscriber creates or updates one subscriber in a list
+// (POST /subscribers?subscriber_list_id=) and returns the id the service answered with
+// (0 if the acknowledgement carries none). status "" is omitted (the service then makes a
+// new subscriber active); otherwise it is active, unsubscribed or bounce.
+func (c *Client) UpsertSubscriber(ctx context.Context, listID int64, s Subscriber, status string) (int64, error) {
+	if strings.TrimSpace(s.Email) == "" {
+		return 0, fmt.Errorf("upsert subscriber: %w: the e-mail is empty", ErrInvalidInput)
+	}
+	switch status {
+	case "", StatusActive, StatusUnsubscribed, StatusBounce:
+	default:
+		return 0, fmt.Errorf("upsert subscriber: %w: status %q, want active, unsubscribed or bounce", ErrInvalidInput, status)
+	}
+	body := s.AppendJSON(make([]byte, 0, 256))
+	if status != "" {
+		body = body[:len(body)-1] // drop '}'
+		if len(body) > 1 {
+			body = append(body, ',')
+		}
+		body = append(body, `"status":`...)
+		body = appendString(body, status)
+		body = append(body, '}')
+	}
+	cl := &call{
+		method: http.MethodPost, route: "/subscribers", path: "/subscribers", body: body,
+		query: url.Values{"subscriber_list_id": {strconv.FormatInt(listID, 10)}},
+	}
+	resp, err := c.do(ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	a, err := c.checkAck(cl, resp)
+	if err != nil {
+		return 0, err
+	}
+	return int64(a.ID), nil
+}
+
+// Unsubscribe unsubscribes a subscriber (POST /subscribers/{id}/unsubscribe).
+func (c *Client) Unsubscribe(ctx context.Context, id int64) error {
+	return c.ackCall(ctx, &call{method: http.MethodPost, route: "/subscribers/{id}/unsubscribe", path: subscriberPath(id) + "/unsubscribe"})
+}
+
+// DeleteSubscriber deletes a subscriber (DELETE /subscribers/{id}).
+func (c *Client) DeleteSubscriber(ctx context.Context, id int64) error {
+	return c.ackCall(ctx, &call{method: http.MethodDelete, route: "/subscribers/{id}", path: subscriberPath(id)})
+}
+
+// MaxPerPage is the largest page SubscribersByList may ask for.
+const MaxPerPage = 1000
+
+// ByListQuery selects one page of a list's subscribers. Zero fields are omitted.
+type ByListQuery struct {
+	ListID       int64
+	Page         int // 1-based
+	PerPage      int // at most MaxPerPage
+	Status       string
+	UpdatedAfter time.Time
+}
+
+// SubscribersByList fetches one page of a list's subscribers
+// (GET /subscribers/by_list?list_id=&page=&per_page=&status=&updated_after=).
+// A page shorter than PerPage is the last one.
+func (c *Client) SubscribersByList(ctx context.Context, q ByListQuery) ([]SubscriberRecord, error) {
+	if q.ListID <= 0 || q.Page < 0 || q.PerPage < 0 || q.PerPage > MaxPerPage {
+		return nil, fmt.Errorf("subscribers by list: %w: list %d page %d per_page %d (list > 0, per_page ≤ %d)",
+			ErrInvalidInput, q.ListID, q.Page, q.PerPage, MaxPerPage)
+	}
+	query := url.Values{"list_id": {strconv.FormatInt(q.ListID, 10)}}
+	if q.Page > 0 {
+		query.Set("page", strconv.Itoa(q.Page))
+	}
+	if q.PerPage > 0 {
+		query.Set("per_page", strconv.Itoa(q.PerPage))
+	}
+	if q.Status != "" {
+		query.Set("status", q.Status)
+	}
+	if !q.UpdatedAfter.IsZero() {
+		query.Set("updated_after", formatTime(q.UpdatedAfter))
+	}
+	cl := &call{method: http.MethodGet, route: "/subscribers/by_list", path: "/subscribers/by_list", query: query}
+	return c.records(ctx, cl)
+}
+
+// SubscribersByEmail fetches the subscribers with these e-mails (POST /subscribers/by_email),
+// in requests of at most MaxPerPage e-mails. Unknown e-mails are simply absent.
+func (c *Client) SubscribersByEmail(ctx context.Context, emails []string) ([]SubscriberRecord, error) {
+	var out []SubscriberRecord
+	for start := 0; start < len(emails); start += MaxPerPage {
+		chunk := emails[start:min(start+MaxPerPage, len(emails))]
+		body, err := json.Marshal(struct {
+			Emails []string `json:"emails"`
+		}{chunk})
+		if err != nil {
+			return nil, fmt.Errorf("subscribers by e-mail: %w", err)
+		}
+		recs, err := c.records(ctx, &call{method: http.MethodPost, route: "/subscribers/by_email", path: "/subscribers/by_email", body: body})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, recs...)
+	}
+	return out, nil
+}
+
+func (c *Client) records(ctx context.Context, cl *call) ([]SubscriberRecord, error) {
+	resp, err := c.do(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	var recs []SubscriberRecord
+	if err := c.decodeArray(cl, resp, &recs); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+func subscriberPath(id int64) string { return "/subscribers/" + strconv.FormatInt(id, 10) }
