@@ -1,0 +1,401 @@
+package config_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/config"
+)
+
+const (
+	testKey  = "s3cr3t-api-key"
+	testPass = "db-pa55word"
+)
+
+// env returns a getenv over a fixed map, so tests stay parallel.
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+// creds is the environment of a configuration that only lacks its secrets.
+var creds = env(config.EnvUserID, "u1", config.EnvAPIKey, testKey)
+
+// write puts a configuration file into a fresh directory and returns its path.
+func write(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "subsync.toml")
+	require.NoError(t, os.WriteFile(path, []byte(body), 0o600))
+	return path
+}
+
+func TestLoadExample(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join("..", "config.example.toml")
+	cfg, err := config.Load(path, env(config.EnvUserID, "u1", config.EnvAPIKey, testKey, "CRM_DSN", "postgres://crm:"+testPass+"@crm/crm"))
+	require.NoError(t, err)
+	require.Len(t, cfg.Syncs, 2)
+	require.Equal(t, "newsletter-export", cfg.Syncs[0].Name)
+	require.Equal(t, filepath.Join("..", "exports", "newsletter.csv"), cfg.Syncs[0].Source.Path)
+
+	// The example documents the defaults: the sections without site-specific values equal
+	// what an empty file gives.
+	def, err := config.Parse("", nil, creds)
+	require.NoError(t, err)
+	require.Equal(t, def.API.BaseURL, cfg.API.BaseURL)
+	require.Equal(t, def.API.RequestsPerSecond, cfg.API.RequestsPerSecond)
+	require.Equal(t, def.API.MaxInFlight, cfg.API.MaxInFlight)
+	require.Equal(t, def.API.Timeout, cfg.API.Timeout)
+	require.Equal(t, def.API.MaxAttempts, cfg.API.MaxAttempts)
+	require.Equal(t, def.API.MaxRetryTime, cfg.API.MaxRetryTime)
+	require.Equal(t, def.API.RetryAfterCap, cfg.API.RetryAfterCap)
+	require.Equal(t, def.Worker, cfg.Worker)
+	require.Equal(t, def.Status.Schedule, cfg.Status.Schedule)
+	require.Equal(t, def.Status.TimeZone, cfg.Status.TimeZone)
+	require.Equal(t, def.Status.Overlap, cfg.Status.Overlap)
+
+	// Without the secrets the example names exactly what is missing.
+	_, err = config.Load(path, env("CRM_DSN", "x"))
+	require.ErrorContains(t, err, "api.user_id: missing")
+	require.ErrorContains(t, err, "api.api_key: missing")
+}
+
+// TestExampleDocumentsEveryKey fails when an option is added to Config but not to
+// config.example.toml.
+func TestExampleDocumentsEveryKey(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "config.example.toml"))
+	require.NoError(t, err)
+	// A key is documented when a line assigns it, commented out or not, under its table
+	// header (also commented out or not).
+	documented := map[string]bool{}
+	table := ""
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimPrefix(l, "# ")
+		if m := tableRE.FindStringSubmatch(l); m != nil {
+			table = m[1] + "."
+			documented[m[1]] = true
+			continue
+		}
+		if m := keyRE.FindStringSubmatch(l); m != nil {
+			documented[table+m[1]] = true
+		}
+	}
+
+	var want []string
+	var keys func(prefix string, t reflect.Type)
+	keys = func(prefix string, t reflect.Type) {
+		for f := range t.Fields() {
+			tag := f.Tag.Get("toml")
+			if tag == "" || tag == "-" {
+				continue
+			}
+			want = append(want, prefix+tag)
+			ft := f.Type
+			if ft.Kind() == reflect.Slice {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[config.Mapping]() {
+				keys(prefix+tag+".", ft)
+			}
+		}
+	}
+	keys("", reflect.TypeFor[config.Config]())
+	for _, k := range want {
+		require.True(t, documented[k], "config.example.toml does not document %s", k)
+	}
+}
+
+var (
+	tableRE = regexp.MustCompile(`^\[\[?([a-z_.]+)\]\]?$`)
+	keyRE   = regexp.MustCompile(`^([a-z_]+) = `)
+)
+
+func TestValidationNamesKeyValueAndReason(t *testing.T) {
+	t.Parallel()
+	const sync = `
+[[syncs]]
+name = "a"
+list = 1
+source = { path = "a.csv" }
+`
+	tests := []struct {
+		name string
+		toml string
+		want string // the exact problem line, without the file prefix
+	}{
+		{"hour out of range", sync + `
+[[syncs]]
+name = "b"
+list = 1
+schedule = "0 25 * * *"
+source = { path = "b.csv" }
+`, `syncs[1].schedule: "0 25 * * *": hour out of range`},
+		{"minute", sync + "schedule = \"61 * * * *\"\n", `syncs[0].schedule: "61 * * * *": minute out of range`},
+		{"day of week", sync + "schedule = \"0 0 * * x\"\n", `syncs[0].schedule: "0 0 * * x": invalid day of week "x"`},
+		{"field count", sync + "schedule = \"0 0 * *\"\n", `syncs[0].schedule: "0 0 * *": want 5 fields (minute hour day-of-month month day-of-week), got 4`},
+		{"descriptor", sync + "schedule = \"@nightly\"\n", `syncs[0].schedule: "@nightly": unknown descriptor`},
+		{"time zone prefix", sync + "schedule = \"CRON_TZ=UTC 0 0 * * *\"\n", `syncs[0].schedule: "CRON_TZ=UTC 0 0 * * *": put the time zone in syncs[0].time_zone`},
+		{"time zone", sync + "time_zone = \"Mars/Olympus\"\n", `syncs[0].time_zone: "Mars/Olympus": unknown time zone`},
+		{"status schedule", "[status]\nschedule = \"* * * 13 *\"\n", `status.schedule: "* * * 13 *": month out of range`},
+		{"plain http", "[api]\nbase_url = \"http://example.com/api/public/v2\"\n", `api.base_url: "http://example.com/api/public/v2": plain http is refused for a non-loopback host`},
+		{"plain http legacy", "[api]\nlegacy_base_url = \"http://10.0.0.1/api/v3\"\n", `api.legacy_base_url: "http://10.0.0.1/api/v3": plain http is refused`},
+		{"not a url", "[api]\nbase_url = \"subscribers.example.com\"\n", `api.base_url: "subscribers.example.com": want an absolute https:// URL`},
+		{"credentials in url", "[api]\nbase_url = \"https://u:" + testKey + "@example.com/v2\"\n", `api.base_url: "https://u:xxxxx@example.com/v2": credentials do not belong in the URL`},
+		{"duration without unit", "[api]\ntimeout = 30\n", `api.timeout: "30": a duration needs a unit, e.g. "30s"`},
+		{"bad duration", "[api]\ntimeout = \"30 secs\"\n", `api.timeout: "30 secs": not a duration`},
+		{"negative duration", "[api]\ntimeout = \"-1s\"\n", `api.timeout: "-1s": must be positive`},
+		{"max in flight", "[api]\nmax_in_flight = -1\n", `api.max_in_flight: "-1": must be at least 1`},
+		{"wrong type", "[worker]\nconcurrency = \"four\"\n", `worker.concurrency: incompatible types`},
+		{"metrics address", "[worker]\nmetrics_address = \"9464\"\n", `worker.metrics_address: "9464": want host:port`},
+		{"database url", "[database]\nurl = \"mysql://root:" + testPass + "@db/x\"\n", `database.url: "mysql://root:xxxxx@db/x": want a postgres:// URL`},
+		{"unknown key", sync + "schedul = \"@daily\"\n", `syncs[0].schedul: unknown key`},
+		{"unknown nested key", sync + "\n[[syncs]]\nname = \"b\"\nlist = 2\n[syncs.source]\npath = \"b.csv\"\nsheet_nmae = \"x\"\n", `syncs[1].source.sheet_nmae: unknown key`},
+		{"unknown table", "[apii]\nbase_url = \"x\"\n", `apii: unknown key`},
+		{"duplicate name", sync + sync, `syncs[1].name: "a": already used by syncs[0]`},
+		{"missing list", "[[syncs]]\nname = \"a\"\nsource = { path = \"a.csv\" }\n", `syncs[0].list: missing`},
+		{"kind not guessed", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { path = \"a.dat\" }\n", `syncs[0].source.kind: missing: csv, xlsx or sql`},
+		{"sql needs query", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"sql\", driver = \"pgx\", dsn = \"postgres://x\" }\n", `syncs[0].source.query: missing`},
+		{"sql driver", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"sql\", driver = \"oracle\", dsn = \"x\", query = \"select 1\" }\n", `syncs[0].source.driver: "oracle": want one of pgx, mysql, sqlite`},
+		{"dsn env unset", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"sql\", driver = \"pgx\", dsn_env = \"NOPE\", query = \"select 1\" }\n", `syncs[0].source.dsn_env: "NOPE": environment variable is not set`},
+		{"csv-only key", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { path = \"a.xlsx\", delimiter = \";\" }\n", `syncs[0].source.delimiter: only for a csv source`},
+		{"suppression", sync + "suppression = \"ignore\"\n", `syncs[0].suppression: "ignore": want "skip" or "update"`},
+		{"mapping file", sync + "mapping = \"nope.toml\"\n", `syncs[0].mapping: "`},
+		{"write back kind", "[status.write_back]\nkind = \"email\"\n", `status.write_back.kind: "email": want "sql" or "csv"`},
+		{"both keys", "[api]\napi_key = \"a\"\napi_key_file = \"k\"\n", `api.api_key: set api.api_key or api.api_key_file, not both`},
+		{"syntax", "[api\n", `expected`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := write(t, tt.toml)
+			_, err := config.Load(path, creds)
+			require.Error(t, err)
+			var cerr *config.Error
+			require.ErrorAs(t, err, &cerr)
+			var lines []string
+			for _, p := range cerr.Problems {
+				lines = append(lines, p.Error())
+			}
+			found := false
+			for _, l := range lines {
+				if strings.HasPrefix(l, tt.want) || (!strings.Contains(tt.want, ": ") && strings.Contains(l, tt.want)) {
+					found = true
+				}
+			}
+			require.True(t, found, "got problems %q, want one starting with %q", lines, tt.want)
+			require.True(t, strings.HasPrefix(err.Error(), path), "got %q, want it to start with the file name", err.Error())
+			require.NotContains(t, err.Error(), testKey)
+			require.NotContains(t, err.Error(), testPass)
+		})
+	}
+}
+
+func TestProblemsCarryLinesAndAllAreListed(t *testing.T) {
+	t.Parallel()
+	path := write(t, "[api]\ntimeout = \"soon\"\n")
+	_, err := config.Load(path, creds)
+	require.EqualError(t, err, path+`:2: api.timeout: "soon": not a duration (write it like "30s", "5m" or "2h")`)
+
+	path = write(t, "[worker]\nconcurrency = 0\nbatches_in_flight = -2\n[api]\nmax_attempts = -1\n")
+	_, err = config.Load(path, creds)
+	require.EqualError(t, err, path+`: api.max_attempts: "-1": must be at least 1`+"\n"+path+`: worker.batches_in_flight: "-2": must be at least 1`)
+	var fe *config.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "api.max_attempts", fe.Key)
+}
+
+func TestLoopbackHTTPAllowed(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"http://127.0.0.1:8080/api/public/v2", "http://127.9.9.9/v2", "http://[::1]:80/v2", "http://localhost:1/v2", "http://LOCALHOST/v2", "https://example.com/v2/"} {
+		cfg, err := config.Parse("", []byte(fmt.Sprintf("[api]\nbase_url = %q\nlegacy_base_url = %q\n", u, u)), creds)
+		require.NoError(t, err, u)
+		require.False(t, strings.HasSuffix(cfg.API.BaseURL, "/"), "got %q, want the trailing slash trimmed", cfg.API.BaseURL)
+	}
+	for _, u := range []string{"http://example.com/v2", "http://10.0.0.1/v2", "http://127.0.0.1.nip.io/v2", "http://[::2]/v2", "ftp://127.0.0.1/v2"} {
+		_, err := config.Parse("", []byte(fmt.Sprintf("[api]\nbase_url = %q\n", u)), creds)
+		require.ErrorContains(t, err, "api.base_url: "+fmt.Sprintf("%q", u), u)
+	}
+}
+
+func TestEnvironmentWinsForSecrets(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "key"), []byte("  from-file\n"), 0o600))
+	path := filepath.Join(dir, "subsync.toml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+[api]
+user_id = "file-user"
+api_key_file = "key"
+[database]
+url = "postgres://file@db/x"
+`), 0o600))
+
+	cfg, err := config.Load(path, nil)
+	if os.Getenv(config.EnvAPIKey) == "" && os.Getenv(config.EnvUserID) == "" && os.Getenv(config.EnvDatabaseURL) == "" {
+		require.NoError(t, err)
+		require.Equal(t, "from-file", cfg.API.APIKey, "api_key_file is relative to the config file and trimmed")
+	}
+
+	cfg, err = config.Load(path, env())
+	require.NoError(t, err)
+	require.Equal(t, "file-user", cfg.API.UserID)
+	require.Equal(t, "from-file", cfg.API.APIKey)
+	require.Equal(t, "postgres://file@db/x", cfg.Database.URL)
+	require.Equal(t, filepath.Join(dir, "data"), cfg.Database.DataDir)
+
+	cfg, err = config.Load(path, env(config.EnvUserID, "env-user", config.EnvAPIKey, "env-key", config.EnvDatabaseURL, "postgres://env@db/y"))
+	require.NoError(t, err)
+	require.Equal(t, "env-user", cfg.API.UserID)
+	require.Equal(t, "env-key", cfg.API.APIKey)
+	require.Equal(t, "postgres://env@db/y", cfg.Database.URL)
+
+	// An environment key makes an unreadable key file irrelevant.
+	require.NoError(t, os.Remove(filepath.Join(dir, "key")))
+	_, err = config.Load(path, env(config.EnvAPIKey, "env-key"))
+	require.NoError(t, err)
+	_, err = config.Load(path, env())
+	require.ErrorContains(t, err, `api.api_key_file: "`+filepath.Join(dir, "key")+`": cannot read: no such file or directory`)
+}
+
+func TestSecretsNeverPrinted(t *testing.T) {
+	t.Parallel()
+	dsnEnv := "CRM_DSN"
+	cfg, err := config.Parse("", []byte(`
+[database]
+url = "postgres://subsync:`+testPass+`@db:5432/subsync?sslmode=disable"
+[[syncs]]
+name = "crm"
+list = 1
+source = { kind = "sql", driver = "mysql", dsn_env = "CRM_DSN", query = "select email from c" }
+[[syncs]]
+name = "kv"
+list = 1
+source = { kind = "sql", driver = "pgx", dsn = "host=db user=x password=`+testPass+` dbname=y", query = "select email from c" }
+[status.write_back]
+kind = "sql"
+driver = "pgx"
+dsn = "postgres://db/x?password=`+testPass+`"
+statement = "update c set unsubscribed = true where email = $1"
+`), env(config.EnvUserID, "u", config.EnvAPIKey, testKey, dsnEnv, "crm:"+testPass+"@tcp(db:3306)/crm"))
+	require.NoError(t, err)
+	require.Equal(t, testKey, cfg.API.APIKey, "the key itself is usable")
+
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	log.Info("loaded", "config", cfg, "api", cfg.API, "db", cfg.Database)
+	log.Info("loaded", "config", *cfg)
+	outputs := map[string]string{
+		"String":  cfg.String(),
+		"%v":      fmt.Sprintf("%v", cfg),
+		"%+v":     fmt.Sprintf("%+v", *cfg),
+		"%#v":     fmt.Sprintf("%#v", *cfg),
+		"%s":      fmt.Sprintf("%s", *cfg),
+		"API %+v": fmt.Sprintf("%+v %#v", cfg.API, cfg.API),
+		"DB %+v":  fmt.Sprintf("%+v %#v", cfg.Database, cfg.Database),
+		"source":  fmt.Sprintf("%v %+v %#v", cfg.Syncs[0].Source, cfg.Syncs[1].Source, cfg.Syncs[1]),
+		"wb":      fmt.Sprintf("%v %#v", cfg.Status.WriteBack, cfg.Status),
+		"slog":    logs.String(),
+		"json":    string(mustJSON(t, cfg)) + string(mustJSON(t, cfg.API)) + string(mustJSON(t, cfg.Syncs)) + string(mustJSON(t, cfg.Status)),
+	}
+	for name, out := range outputs {
+		require.NotContains(t, out, testKey, name)
+		require.NotContains(t, out, testPass, name)
+	}
+	require.Contains(t, outputs["String"], "postgres://subsync:xxxxx@db:5432/subsync")
+	require.Contains(t, outputs["String"], config.Redacted)
+	require.Contains(t, outputs["slog"], `"api_key":"[REDACTED]"`)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+func TestRedactDSN(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"postgres://u:p@h:5432/db?sslmode=disable", "postgres://u:xxxxx@h:5432/db?sslmode=disable"},
+		{"postgres://u@h/db", "postgres://u@h/db"},
+		{"postgres://h/db?password=p&sslmode=disable", "postgres://h/db?password=xxxxx&sslmode=disable"},
+		{"host=h password='p q' user=u", "host=h password=xxxxx user=u"},
+		{"u:p@w@tcp(h:3306)/db?parseTime=true", "u:xxxxx@tcp(h:3306)/db?parseTime=true"},
+		{"u@tcp(h)/db", "u@tcp(h)/db"},
+		{"file:crm.db?mode=ro", "file:crm.db?mode=ro"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, config.RedactDSN(tt.in), tt.in)
+	}
+}
+
+func TestDefaultsAndRelativePaths(t *testing.T) {
+	t.Parallel()
+	path := write(t, `
+[worker]
+metrics_address = "off"
+[status]
+schedule = "off"
+[[syncs]]
+name = "x"
+list = 7
+[syncs.source]
+path = "in/Contacts.XLSX"
+`)
+	cfg, err := config.Load(path, creds)
+	require.NoError(t, err)
+	dir := filepath.Dir(path)
+	s := cfg.Syncs[0]
+	require.Equal(t, config.KindXLSX, s.Source.Kind)
+	require.Equal(t, filepath.Join(dir, "in", "Contacts.XLSX"), s.Source.Path)
+	require.Equal(t, 1, s.Source.HeaderRow)
+	require.Equal(t, config.TimeZoneDefault, s.TimeZone)
+	require.Equal(t, config.SuppressionSkip, s.Suppression)
+	require.True(t, s.Mapping.IsZero())
+	require.Equal(t, config.Off, cfg.Worker.MetricsAddress)
+	require.Equal(t, config.Off, cfg.Status.Schedule)
+	require.Equal(t, config.Duration(config.TimeoutDefault), cfg.API.Timeout)
+	require.Equal(t, 30*time.Second, cfg.API.Timeout.D())
+	require.Equal(t, config.BaseURLDefault, cfg.API.BaseURL)
+}
+
+func TestInlineMappingIsKept(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse("", []byte(`
+[[syncs]]
+name = "x"
+list = 7
+source = { path = "a.csv" }
+[syncs.mapping]
+anything = "the mapping package checks it"
+`), creds)
+	require.NoError(t, err)
+	require.Contains(t, string(cfg.Syncs[0].Mapping.Inline), "anything")
+}
+
+func TestErrorIsFieldError(t *testing.T) {
+	t.Parallel()
+	_, err := config.Parse("", []byte("[api]\nmax_attempts = 0\nbase_url = \"http://example.com\"\n"), creds)
+	var fe *config.FieldError
+	require.True(t, errors.As(err, &fe))
+	require.Equal(t, "api.base_url", fe.Key)
+	require.Equal(t, "http://example.com", fe.Value)
+	require.True(t, strings.HasPrefix(err.Error(), "configuration: api.base_url"), err.Error())
+}

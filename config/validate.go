@@ -1,0 +1,345 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// setDefaults fills every key left out (or zero) with its default.
+func (c *Config) setDefaults() {
+	a := &c.API
+	a.BaseURL = strings.TrimRight(cmp.Or(a.BaseURL, BaseURLDefault), "/")
+	a.LegacyBaseURL = strings.TrimRight(a.LegacyBaseURL, "/")
+	a.RequestsPerSecond = cmp.Or(a.RequestsPerSecond, RequestsPerSecondDefault)
+	a.MaxInFlight = cmp.Or(a.MaxInFlight, MaxInFlightDefault)
+	a.Timeout = cmp.Or(a.Timeout, Duration(TimeoutDefault))
+	a.MaxAttempts = cmp.Or(a.MaxAttempts, MaxAttemptsDefault)
+	a.MaxRetryTime = cmp.Or(a.MaxRetryTime, Duration(MaxRetryTimeDefault))
+	a.RetryAfterCap = cmp.Or(a.RetryAfterCap, Duration(RetryAfterCapDefault))
+
+	c.Database.DataDir = cmp.Or(c.Database.DataDir, DataDirDefault)
+
+	w := &c.Worker
+	w.Concurrency = cmp.Or(w.Concurrency, ConcurrencyDefault)
+	w.BatchesInFlight = cmp.Or(w.BatchesInFlight, BatchesInFlightDefault)
+	w.MetricsAddress = cmp.Or(w.MetricsAddress, MetricsAddressDefault)
+	w.ShutdownTimeout = cmp.Or(w.ShutdownTimeout, Duration(ShutdownTimeoutDefault))
+
+	for i := range c.Syncs {
+		s := &c.Syncs[i]
+		s.TimeZone = cmp.Or(s.TimeZone, TimeZoneDefault)
+		s.Suppression = cmp.Or(s.Suppression, SuppressionDefault)
+		src := &s.Source
+		src.Kind = strings.ToLower(cmp.Or(src.Kind, kindFromPath(src.Path)))
+		src.HeaderRow = cmp.Or(src.HeaderRow, 1)
+	}
+
+	st := &c.Status
+	st.Schedule = cmp.Or(st.Schedule, StatusScheduleDefault)
+	st.TimeZone = cmp.Or(st.TimeZone, TimeZoneDefault)
+	st.Overlap = cmp.Or(st.Overlap, Duration(StatusOverlapDefault))
+}
+
+func kindFromPath(p string) string {
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".csv", ".txt", ".tsv":
+		return KindCSV
+	case ".xlsx", ".xlsm":
+		return KindXLSX
+	}
+	return ""
+}
+
+// validate records every problem of a configuration whose defaults are filled.
+func (c *Config) validate(p *problems) {
+	a := c.API
+	checkBaseURL(p, "api.base_url", a.BaseURL)
+	if a.LegacyBaseURL != "" {
+		checkBaseURL(p, "api.legacy_base_url", a.LegacyBaseURL)
+	}
+	if a.UserID == "" {
+		p.add("api.user_id", "", "missing: set it in the file or in %s", EnvUserID)
+	}
+	if a.APIKey == "" && a.APIKeyFile == "" {
+		p.add("api.api_key", "", "missing: set %s (or api.api_key_file, or api.api_key)", EnvAPIKey)
+	}
+	if math.IsNaN(a.RequestsPerSecond) {
+		p.add("api.requests_per_second", "nan", "not a number")
+	}
+	atLeast(p, "api.max_in_flight", a.MaxInFlight, 1)
+	atLeast(p, "api.max_attempts", a.MaxAttempts, 1)
+	positive(p, "api.timeout", a.Timeout)
+	positive(p, "api.max_retry_time", a.MaxRetryTime)
+	positive(p, "api.retry_after_cap", a.RetryAfterCap)
+
+	if u := c.Database.URL; u != "" {
+		pu, err := url.Parse(u)
+		switch {
+		case err != nil:
+			p.add("database.url", RedactDSN(u), "not a URL")
+		case pu.Scheme != "postgres" && pu.Scheme != "postgresql":
+			p.add("database.url", RedactDSN(u), "want a postgres:// URL (leave it empty for the embedded SQLite database)")
+		}
+	}
+
+	w := c.Worker
+	atLeast(p, "worker.concurrency", w.Concurrency, 1)
+	atLeast(p, "worker.batches_in_flight", w.BatchesInFlight, 1)
+	if w.MetricsAddress != Off {
+		if _, port, err := net.SplitHostPort(w.MetricsAddress); err != nil || port == "" {
+			p.add("worker.metrics_address", w.MetricsAddress, `want host:port (e.g. "127.0.0.1:9464"), or "off"`)
+		}
+	}
+	positive(p, "worker.shutdown_timeout", w.ShutdownTimeout)
+
+	seen := map[string]int{}
+	for i, s := range c.Syncs {
+		key := fmt.Sprintf("syncs[%d]", i)
+		switch {
+		case s.Name == "":
+			p.add(key+".name", "", "missing")
+		case !nameRE.MatchString(s.Name):
+			p.add(key+".name", s.Name, "use letters, digits, '-', '_' and '.' only")
+		default:
+			if j, dup := seen[s.Name]; dup {
+				p.add(key+".name", s.Name, "already used by syncs[%d]", j)
+			}
+			seen[s.Name] = i
+		}
+		if s.Schedule != "" {
+			checkSchedule(p, key+".schedule", s.Schedule, key+".time_zone")
+		}
+		checkTimeZone(p, key+".time_zone", s.TimeZone)
+		if s.List <= 0 {
+			p.add(key+".list", listValue(s.List), "missing: the id of the subscriber list to sync into")
+		}
+		checkSource(p, key+".source", s.Source)
+		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdate {
+			p.add(key+".suppression", s.Suppression, "want %q or %q", SuppressionSkip, SuppressionUpdate)
+		}
+	}
+
+	st := c.Status
+	if st.Schedule != Off {
+		checkSchedule(p, "status.schedule", st.Schedule, "status.time_zone")
+	}
+	checkTimeZone(p, "status.time_zone", st.TimeZone)
+	if st.Overlap < 0 {
+		p.add("status.overlap", st.Overlap.String(), "must not be negative")
+	}
+	wb := st.WriteBack
+	switch wb.Kind {
+	case "":
+		if wb.Statement != "" || wb.Path != "" || wb.DSN != "" || wb.Driver != "" {
+			p.add("status.write_back.kind", "", "missing: %q or %q", WriteBackSQL, WriteBackCSV)
+		}
+	case WriteBackSQL:
+		checkDriver(p, "status.write_back.driver", wb.Driver)
+		if wb.DSN == "" && wb.DSNEnv == "" && wb.DSNFile == "" {
+			p.add("status.write_back.dsn", "", "missing (or dsn_env, or dsn_file)")
+		}
+		if strings.TrimSpace(wb.Statement) == "" {
+			p.add("status.write_back.statement", "", "missing")
+		}
+		if wb.Path != "" {
+			p.add("status.write_back.path", wb.Path, "only for a csv write-back")
+		}
+	case WriteBackCSV:
+		if wb.Path == "" {
+			p.add("status.write_back.path", "", "missing: the CSV file to append the changes to")
+		}
+		if wb.Statement != "" || wb.Driver != "" || wb.DSN != "" {
+			p.add("status.write_back.kind", wb.Kind, "driver, dsn and statement are only for a sql write-back")
+		}
+	default:
+		p.add("status.write_back.kind", wb.Kind, "want %q or %q", WriteBackSQL, WriteBackCSV)
+	}
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+func listValue(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatInt(id, 10)
+}
+
+func atLeast(p *problems, key string, v, min int) {
+	if v < min {
+		p.add(key, strconv.Itoa(v), "must be at least %d", min)
+	}
+}
+
+func positive(p *problems, key string, d Duration) {
+	if d <= 0 {
+		p.add(key, d.String(), "must be positive")
+	}
+}
+
+// Encodings a CSV source accepts.
+var encodings = map[string]bool{
+	"": true, "utf-8": true, "utf8": true, "windows-1252": true, "cp1252": true,
+	"iso-8859-1": true, "latin1": true, "iso-8859-15": true, "utf-16": true, "utf-16le": true, "utf-16be": true,
+}
+
+// SQL drivers a sql source or write-back accepts.
+var drivers = []string{"pgx", "mysql", "sqlite"}
+
+func checkDriver(p *problems, key, d string) {
+	if d == "" {
+		p.add(key, "", "missing: one of %s", strings.Join(drivers, ", "))
+		return
+	}
+	for _, ok := range drivers {
+		if d == ok {
+			return
+		}
+	}
+	p.add(key, d, "want one of %s", strings.Join(drivers, ", "))
+}
+
+func checkSource(p *problems, key string, s Source) {
+	only := func(field, kind string, set bool) {
+		if set {
+			p.add(key+"."+field, "", "only for a %s source", kind)
+		}
+	}
+	switch s.Kind {
+	case KindCSV, KindXLSX:
+		if s.Path == "" {
+			p.add(key+".path", "", "missing: the %s file to read", s.Kind)
+		}
+		only("driver", KindSQL, s.Driver != "")
+		only("dsn", KindSQL, s.DSN != "" || s.DSNEnv != "" || s.DSNFile != "")
+		only("query", KindSQL, s.Query != "")
+		only("watermark_column", KindSQL, s.WatermarkColumn != "")
+		if s.Kind == KindCSV {
+			only("sheet", KindXLSX, s.Sheet != "")
+			only("sheet_index", KindXLSX, s.SheetIndex != 0)
+			if !encodings[strings.ToLower(s.Encoding)] {
+				p.add(key+".encoding", s.Encoding, "want utf-8, windows-1252, iso-8859-1, iso-8859-15 or utf-16")
+			}
+			if s.Delimiter != "" && len([]rune(s.Delimiter)) != 1 && s.Delimiter != `\t` {
+				p.add(key+".delimiter", s.Delimiter, "want one character")
+			}
+		} else {
+			only("encoding", KindCSV, s.Encoding != "")
+			only("delimiter", KindCSV, s.Delimiter != "")
+			if s.SheetIndex < 0 {
+				p.add(key+".sheet_index", strconv.Itoa(s.SheetIndex), "must not be negative")
+			}
+		}
+		if s.HeaderRow < 1 {
+			p.add(key+".header_row", strconv.Itoa(s.HeaderRow), "must be at least 1")
+		}
+	case KindSQL:
+		checkDriver(p, key+".driver", s.Driver)
+		if s.DSN == "" && s.DSNEnv == "" && s.DSNFile == "" {
+			p.add(key+".dsn", "", "missing (or dsn_env, or dsn_file)")
+		}
+		if strings.TrimSpace(s.Query) == "" {
+			p.add(key+".query", "", "missing: the SELECT that reads the contacts")
+		}
+		only("path", "csv or xlsx", s.Path != "")
+		only("encoding", KindCSV, s.Encoding != "")
+		only("delimiter", KindCSV, s.Delimiter != "")
+		only("sheet", KindXLSX, s.Sheet != "")
+	case "":
+		p.add(key+".kind", "", "missing: csv, xlsx or sql (not guessed from the path %q)", s.Path)
+	default:
+		p.add(key+".kind", s.Kind, "want csv, xlsx or sql")
+	}
+}
+
+func checkTimeZone(p *problems, key, tz string) {
+	if _, err := time.LoadLocation(tz); err != nil {
+		p.add(key, tz, "unknown time zone")
+	}
+}
+
+// checkBaseURL refuses anything but an absolute http(s) URL, and plain http to anything but
+// a loopback address: the API key travels in every request.
+func checkBaseURL(p *problems, key, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		p.add(key, raw, "want an absolute https:// URL")
+		return
+	}
+	if u.User != nil {
+		p.add(key, u.Redacted(), "credentials do not belong in the URL: use api.user_id and api.api_key")
+		return
+	}
+	if u.Scheme == "http" && !IsLoopback(u.Hostname()) {
+		p.add(key, raw, "plain http is refused for a non-loopback host (the API key would travel in clear text): use https")
+	}
+}
+
+// IsLoopback reports whether host is "localhost" or a loopback IP address (127.0.0.0/8, ::1).
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+var cronFields = [...]string{"minute", "hour", "day of month", "month", "day of week"}
+
+// checkSchedule validates a cron spec as robfig/cron's ParseStandard does, but names the
+// field that is wrong: `"0 25 * * *": hour out of range`.
+func checkSchedule(p *problems, key, spec, tzKey string) {
+	if _, err := ParseSchedule(spec); err != nil {
+		p.add(key, spec, "%s", scheduleReason(spec, tzKey))
+	}
+}
+
+// ParseSchedule parses a 5-field cron spec or a descriptor (@daily, @every 1h) as the
+// worker's schedules do. Time zones are configured separately (time_zone keys), not with a
+// CRON_TZ= prefix.
+func ParseSchedule(spec string) (cron.Schedule, error) {
+	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
+		return nil, fmt.Errorf("time zone prefix in schedule %q", spec)
+	}
+	return cron.ParseStandard(spec)
+}
+
+func scheduleReason(spec, tzKey string) string {
+	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
+		return "put the time zone in " + tzKey
+	}
+	if strings.HasPrefix(spec, "@") {
+		if strings.HasPrefix(spec, "@every") {
+			return `want "@every <duration>", e.g. "@every 1h"`
+		}
+		return "unknown descriptor: want @yearly, @monthly, @weekly, @daily, @hourly or @every <duration>"
+	}
+	fields := strings.Fields(spec)
+	if len(fields) != len(cronFields) {
+		return fmt.Sprintf("want 5 fields (minute hour day-of-month month day-of-week), got %d", len(fields))
+	}
+	for i, f := range fields {
+		probe := []string{"*", "*", "*", "*", "*"}
+		probe[i] = f
+		_, err := cron.ParseStandard(strings.Join(probe, " "))
+		if err == nil {
+			continue
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "above maximum") || strings.Contains(msg, "below minimum") {
+			return cronFields[i] + " out of range"
+		}
+		return fmt.Sprintf("invalid %s %q", cronFields[i], f)
+	}
+	return "not a valid schedule"
+}
