@@ -1,0 +1,304 @@
+package sinktest
+
+import (
+	"crypto/subtle"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Path prefixes of the two interfaces. One Emulator serves both.
+const (
+	V2Prefix = "/api/public/v2"
+	V3Prefix = "/api/v3"
+)
+
+// MaxBulkRows is the most rows one bulkinsert request may carry.
+const MaxBulkRows = 1000
+
+// Default credentials of an Emulator made without WithCredentials.
+const (
+	DefaultUser = "test-user"
+	DefaultKey  = "test-key"
+)
+
+// TimeFormat is the service's timestamp form: ISO 8601, UTC, milliseconds.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+type options struct {
+	user, key     string
+	now           func() time.Time
+	faults        Faults
+	statusWrapped bool
+	plain401      bool
+	activeRevives bool
+	logger        *slog.Logger
+}
+
+// Option configures an Emulator.
+type Option func(*options)
+
+// WithCredentials sets the Basic auth user (the account's user id) and password (the API key)
+// every request must carry.
+func WithCredentials(user, key string) Option {
+	return func(o *options) { o.user, o.key = user, key }
+}
+
+// WithClock sets the clock behind every timestamp (date_created, date_updated, the status
+// feed and its default 30-day window). The MaxRPS cap and Latency use real time.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithFaults sets the initial fault injection; see Faults and Emulator.SetFaults.
+func WithFaults(f Faults) Option { return func(o *options) { o.faults = f } }
+
+// WithStatusWrapped makes /subscriberstatus answer {"changes":[...]} instead of a bare array.
+func WithStatusWrapped(on bool) Option { return func(o *options) { o.statusWrapped = on } }
+
+// WithPlainText401 makes a 401 carry a plain-text body instead of {"status":"401 Unauthorized"}.
+func WithPlainText401(on bool) Option { return func(o *options) { o.plain401 = on } }
+
+// WithActiveRevives makes bulkinsert's status=active (and status_mobile=active) revive an
+// unsubscribed or bounced membership. By default only reactivate does.
+func WithActiveRevives(on bool) Option { return func(o *options) { o.activeRevives = on } }
+
+// WithLogger logs one line per request (method, path, status, rows, fault, duration; never
+// credentials). Without it the Emulator logs nothing.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Emulator is the in-process subscriber service. It implements http.Handler and is safe for
+// concurrent use. Make one with New, or a running server with NewServer.
+type Emulator struct {
+	opts options
+
+	mu sync.Mutex // guards st
+	st *store
+
+	fmu     sync.Mutex // guards the fault state
+	faults  Faults
+	rng     *rand.Rand
+	limiter *rate.Limiter
+
+	rmu  sync.Mutex // guards reqs
+	reqs []Request
+}
+
+// New returns an Emulator with an empty store: no lists, no custom fields, no subscribers.
+func New(opts ...Option) *Emulator {
+	o := options{user: DefaultUser, key: DefaultKey, now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Emulator{opts: o, st: newStore()}
+	e.SetFaults(o.faults)
+	return e
+}
+
+func (e *Emulator) now() time.Time { return e.opts.now().UTC() }
+
+// reqInfo travels with one request through the handlers.
+type reqInfo struct {
+	rows int
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, ri *reqInfo)
+
+// ServeHTTP answers one request of either interface.
+func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query()}
+	d := e.decide(start)
+	defer func() {
+		e.logRequest(r, rec, time.Since(start))
+	}()
+	if d.latency > 0 {
+		t := time.NewTimer(d.latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			rec.Fault = "canceled"
+			e.addRequest(rec)
+			return
+		}
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	if d.kind != "" && d.kind != faultDrop {
+		rec.Fault = d.kind
+		writeFault(sw, d)
+		rec.Status = sw.status
+		e.addRequest(rec)
+		return
+	}
+	var ri reqInfo
+	h := e.authed(e.route(r))
+	if d.kind == faultDrop {
+		// The drop is decided before and executed after the effect: the store changes and the
+		// client sees a broken response, as when a connection dies on the way back.
+		buf := &bufferWriter{header: http.Header{}}
+		h(buf, r, &ri)
+		rec.Fault, rec.Status, rec.Rows = faultDrop, buf.status, ri.rows
+		e.addRequest(rec)
+		drop(w, buf)
+		return
+	}
+	h(sw, r, &ri)
+	rec.Status, rec.Rows = sw.status, ri.rows
+	e.addRequest(rec)
+}
+
+func (e *Emulator) logRequest(r *http.Request, rec Request, d time.Duration) {
+	e.opts.logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		slog.String("method", rec.Method), slog.String("path", rec.Path), slog.Int("status", rec.Status),
+		slog.Int("rows", rec.Rows), slog.String("fault", rec.Fault), slog.Duration("duration", d))
+}
+
+// authed wraps h with the Basic auth check.
+func (e *Emulator) authed(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, ri *reqInfo) {
+		user, key, ok := r.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(e.opts.user)) != 1 ||
+			subtle.ConstantTimeCompare([]byte(key), []byte(e.opts.key)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="subscribers"`)
+			if e.opts.plain401 {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write([]byte("401 Unauthorized\n"))
+				return
+			}
+			writeStatus(w, http.StatusUnauthorized, "401 Unauthorized")
+			return
+		}
+		h(w, r, ri)
+	}
+}
+
+// route picks the handler of r. Collection paths match with or without a trailing slash.
+func (e *Emulator) route(r *http.Request) handler {
+	p := r.URL.Path
+	var v3 bool
+	switch {
+	case strings.HasPrefix(p, V2Prefix+"/"):
+		p = p[len(V2Prefix):]
+	case strings.HasPrefix(p, V3Prefix+"/"):
+		p, v3 = p[len(V3Prefix):], true
+	default:
+		return notFound
+	}
+	p = strings.TrimSuffix(p[1:], "/")
+	seg := strings.Split(p, "/")
+	if v3 {
+		return e.routeV3(r.Method, seg)
+	}
+	return e.routeV2(r.Method, seg)
+}
+
+func (e *Emulator) routeV2(method string, seg []string) handler {
+	switch {
+	case len(seg) == 1 && seg[0] == "subscriberlists":
+		return methods(method, map[string]handler{"GET": e.getLists, "POST": e.createList})
+	case len(seg) == 2 && seg[0] == "subscriberlists":
+		id, ok := parseID(seg[1])
+		if !ok {
+			return notFound
+		}
+		return methods(method, map[string]handler{
+			"GET": e.withID(id, e.getList), "PATCH": e.withID(id, e.updateList),
+			"PUT": e.withID(id, e.updateList), "DELETE": e.withID(id, e.deleteList),
+		})
+	case len(seg) == 1 && seg[0] == "subscribers":
+		return methods(method, map[string]handler{"POST": e.createSubscriber})
+	case len(seg) == 2 && seg[0] == "subscribers" && seg[1] == "bulkinsert":
+		return methods(method, map[string]handler{"POST": e.bulkInsert})
+	case len(seg) == 2 && seg[0] == "subscribers" && seg[1] == "by_list":
+		return methods(method, map[string]handler{"GET": e.byList})
+	case len(seg) == 2 && seg[0] == "subscribers" && seg[1] == "by_email":
+		return methods(method, map[string]handler{"POST": e.byEmail})
+	case len(seg) == 2 && seg[0] == "subscribers":
+		id, ok := parseID(seg[1])
+		if !ok {
+			return notFound
+		}
+		return methods(method, map[string]handler{
+			"GET": e.withID(id, e.getSubscriber), "DELETE": e.withID(id, e.deleteSubscriber),
+		})
+	case len(seg) == 3 && seg[0] == "subscribers" && seg[2] == "unsubscribe":
+		id, ok := parseID(seg[1])
+		if !ok {
+			return notFound
+		}
+		return methods(method, map[string]handler{"POST": e.withID(id, e.unsubscribe)})
+	case len(seg) == 1 && seg[0] == "custom_fields":
+		return methods(method, map[string]handler{"GET": e.getFields, "POST": e.createField})
+	case len(seg) == 2 && seg[0] == "custom_fields":
+		id, ok := parseID(seg[1])
+		if !ok {
+			return notFound
+		}
+		return methods(method, map[string]handler{
+			"GET": e.withID(id, e.getField), "PATCH": e.withID(id, e.updateField),
+			"PUT": e.withID(id, e.updateField), "DELETE": e.withID(id, e.deleteField),
+		})
+	case len(seg) == 1 && seg[0] == "subscriberstatus":
+		return methods(method, map[string]handler{"GET": e.statusFeed})
+	}
+	return notFound
+}
+
+func (e *Emulator) routeV3(method string, seg []string) handler {
+	if len(seg) != 2 {
+		return notFound
+	}
+	id, ok := parseID(seg[1])
+	if !ok {
+		return notFound
+	}
+	switch seg[0] {
+	case "subscribers":
+		return methods(method, map[string]handler{
+			"GET": e.withID(id, e.legacySubscriber), "DELETE": e.withID(id, e.deleteSubscriber),
+		})
+	case "subscriberlists":
+		return methods(method, map[string]handler{"DELETE": e.withID(id, e.deleteList)})
+	}
+	return notFound
+}
+
+type idHandler func(w http.ResponseWriter, r *http.Request, ri *reqInfo, id int64)
+
+func (e *Emulator) withID(id int64, h idHandler) handler {
+	return func(w http.ResponseWriter, r *http.Request, ri *reqInfo) { h(w, r, ri, id) }
+}
+
+func methods(method string, hs map[string]handler) handler {
+	if h, ok := hs[method]; ok {
+		return h
+	}
+	return func(w http.ResponseWriter, _ *http.Request, _ *reqInfo) {
+		allow := make([]string, 0, len(hs))
+		for _, m := range []string{"GET", "POST", "PATCH", "PUT", "DELETE"} {
+			if _, ok := hs[m]; ok {
+				allow = append(allow, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeStatus(w, http.StatusMethodNotAllowed, "405 Method not allowed")
+	}
+}
+
+func parseID(s string) (int64, bool) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	return id, err == nil && id > 0
+}
+
+func notFound(w http.ResponseWriter, _ *http.Request, _ *reqInfo) {
+	writeStatus(w, http.StatusNotFound, "404 Not found")
+}

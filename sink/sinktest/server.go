@@ -1,0 +1,62 @@
+package sinktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// Server is an Emulator listening on a local port, like httptest.Server.
+type Server struct {
+	*Emulator
+	URL       string // v2 base URL: the server's root + V2Prefix
+	LegacyURL string // v3 base URL: the server's root + V3Prefix
+	User, Key string // the credentials the server accepts
+	HTTP      *httptest.Server
+}
+
+// NewServer starts an Emulator on 127.0.0.1 and closes it when the test ends. Without
+// WithCredentials it accepts DefaultUser and DefaultKey.
+func NewServer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	e := New(opts...)
+	hs := httptest.NewServer(e)
+	t.Cleanup(hs.Close)
+	return &Server{
+		Emulator: e, URL: hs.URL + V2Prefix, LegacyURL: hs.URL + V3Prefix,
+		User: e.opts.user, Key: e.opts.key, HTTP: hs,
+	}
+}
+
+// Client returns an HTTP client for the server.
+func (s *Server) Client() *http.Client { return s.HTTP.Client() }
+
+// Close shuts the server down; NewServer registers it with t.Cleanup already.
+func (s *Server) Close() { s.HTTP.Close() }
+
+// Serve answers requests on ln until ctx ends, then shuts down gracefully (waiting up to 5s
+// for requests in flight) and returns nil.
+func (e *Emulator) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shut down %s: %w", ln.Addr(), err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}

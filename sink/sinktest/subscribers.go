@@ -1,0 +1,344 @@
+package sinktest
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// listIDs reads subscriber_list_id and subscriber_list_id[] (each may repeat).
+func listIDs(q url.Values) ([]int64, *rowError) {
+	var ids []int64
+	for _, key := range []string{"subscriber_list_id", "subscriber_list_id[]"} {
+		for _, v := range q[key] {
+			id, ok := parseID(v)
+			if !ok {
+				return nil, rowErrorf(0, "invalid subscriber_list_id %q", v)
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, rowErrorf(0, "subscriber_list_id is required")
+	}
+	return ids, nil
+}
+
+// bulkOptions reads the query of a bulkinsert.
+func bulkOptions(q url.Values, activeRevives bool) (applyOpts, *rowError) {
+	var o applyOpts
+	ids, rerr := listIDs(q)
+	if rerr != nil {
+		return o, rerr
+	}
+	o.lists = ids
+	for _, p := range []struct {
+		name string
+		dst  *uint8
+	}{{"status", &o.status}, {"status_mobile", &o.mobile}} {
+		if !q.Has(p.name) {
+			continue
+		}
+		s, ok := parseStatus(q.Get(p.name), true)
+		if !ok {
+			return o, rowErrorf(0, "unknown %s %q", p.name, q.Get(p.name))
+		}
+		*p.dst = s
+	}
+	switch tag := q.Get("tag"); tag {
+	case "", "replace":
+	case "merge":
+		o.mergeTags = true
+	default:
+		return o, rowErrorf(0, "unknown tag %q (want replace or merge)", tag)
+	}
+	o.revive = activeRevives
+	return o, nil
+}
+
+// bulkInsert serves both bulkinsert forms. Every row is validated before any is applied.
+func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInfo) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return
+	}
+	o, rerr := bulkOptions(r.URL.Query(), e.opts.activeRevives)
+	rows, n, derr := decodeRows(body)
+	ri.rows = n
+	if rerr == nil {
+		rerr = derr
+	}
+	if rerr != nil {
+		write422(w, "%s", rerr)
+		return
+	}
+	e.mu.Lock()
+	if rerr = e.applyRows(rows, o); rerr != nil {
+		e.mu.Unlock()
+		write422(w, "%s", rerr)
+		return
+	}
+	e.mu.Unlock()
+	writeOK(w)
+}
+
+// applyRows validates every row, then applies them all, or none. e.mu is held.
+func (e *Emulator) applyRows(rows []map[string]json.RawMessage, o applyOpts) *rowError {
+	st := e.st
+	for _, id := range o.lists {
+		if st.lists[id] == nil {
+			return rowErrorf(0, "unknown list %d", id)
+		}
+	}
+	ups := make([]upsert, len(rows))
+	for i, m := range rows {
+		u, _, reason := st.parseRow(m, false)
+		if reason != "" {
+			return &rowError{row: i, reason: reason}
+		}
+		ups[i] = u
+	}
+	now := ms(e.now())
+	for i := range ups {
+		st.apply(&ups[i], o, now)
+	}
+	return nil
+}
+
+// createSubscriber is the single create/update: an upsert by e-mail into the list(s) of the
+// query. A status in the body is applied as given (active revives); without one a new
+// membership is active and an existing one keeps its status.
+func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return
+	}
+	ids, rerr := listIDs(r.URL.Query())
+	if rerr != nil {
+		write422(w, "%s", rerr.reason)
+		return
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+		write422(w, "body must be a JSON object")
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range ids {
+		if e.st.lists[id] == nil {
+			write422(w, "unknown list %d", id)
+			return
+		}
+	}
+	u, status, reason := e.st.parseRow(m, true)
+	if reason != "" {
+		write422(w, "%s", reason)
+		return
+	}
+	s := e.st.apply(&u, applyOpts{lists: ids, status: status, revive: true}, ms(e.now()))
+	writeJSON(w, http.StatusOK, ack{Status: "200 Success", ID: s.id})
+}
+
+func (e *Emulator) getSubscriber(w http.ResponseWriter, _ *http.Request, _ *reqInfo, id int64) {
+	e.mu.Lock()
+	s := e.st.subscriber(id)
+	var out []byte
+	if s != nil {
+		out = e.st.showV2(nil, s, e.st.sortedFields())
+	}
+	e.mu.Unlock()
+	if s == nil {
+		notFound(w, nil, nil)
+		return
+	}
+	writeRaw(w, http.StatusOK, out)
+}
+
+// deleteSubscriber serves the v2 and the v3 delete alike.
+func (e *Emulator) deleteSubscriber(w http.ResponseWriter, _ *http.Request, _ *reqInfo, id int64) {
+	e.mu.Lock()
+	ok := e.st.deleteSubscriber(id)
+	e.mu.Unlock()
+	if !ok {
+		notFound(w, nil, nil)
+		return
+	}
+	writeOK(w)
+}
+
+// unsubscribe sets the e-mail status of every membership of the subscriber to unsubscribed.
+func (e *Emulator) unsubscribe(w http.ResponseWriter, _ *http.Request, _ *reqInfo, id int64) {
+	e.mu.Lock()
+	s := e.st.subscriber(id)
+	if s != nil {
+		e.st.setStatus(s, 0, stUnsubscribed, ms(e.now()))
+	}
+	e.mu.Unlock()
+	if s == nil {
+		notFound(w, nil, nil)
+		return
+	}
+	writeOK(w)
+}
+
+// showV2 appends the v2 show representation of s to dst.
+func (st *store) showV2(dst []byte, s *subscriber, fields []*customField) []byte {
+	var buf [32]fieldKV
+	kvs := decodeFields(buf[:0], s.fields)
+	get := func(idx int) string {
+		for _, kv := range kvs {
+			if kv.idx == idx {
+				return kv.val
+			}
+		}
+		return ""
+	}
+	o := newObj(dst)
+	o.int("id", s.id)
+	o.str("email", s.email)
+	for _, idx := range []int{fFirstname, fLastname, fAddress, fZip, fCity} {
+		o.str(stdFieldNames[idx], get(idx))
+	}
+	o.strOrNull("phone", get(fPhone))
+	o.str("company", get(fCompany))
+	o.strOrNull("birthday", get(fBirthday))
+	o.str("gender", get(fGender))
+	o.str("date_created", formatMS(s.created))
+	o.str("date_updated", formatMS(s.updated))
+	for idx := fConsentEmail; idx <= fConsentPrivacy; idx++ {
+		o.strOrNull(stdFieldNames[idx], get(idx))
+	}
+	for _, f := range fields {
+		o.strOrNull(fieldName(fieldExtraBase+f.slot), get(fieldExtraBase+f.slot))
+	}
+	return o.done()
+}
+
+// byList serves GET /subscribers/by_list: one page of a list's subscribers, by id.
+func (e *Emulator) byList(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
+	q := r.URL.Query()
+	listID, ok := parseID(q.Get("list_id"))
+	if !ok {
+		write422(w, "list_id is required")
+		return
+	}
+	page, perPage := 1, 100
+	for _, p := range []struct {
+		name     string
+		dst      *int
+		min, max int
+	}{{"page", &page, 1, 1 << 30}, {"per_page", &perPage, 1, MaxBulkRows}} {
+		if !q.Has(p.name) {
+			continue
+		}
+		n, err := strconv.Atoi(q.Get(p.name))
+		if err != nil || n < p.min || n > p.max {
+			write422(w, "%s must be an integer from %d to %d", p.name, p.min, p.max)
+			return
+		}
+		*p.dst = n
+	}
+	status := stNone
+	if q.Has("status") {
+		s, ok := parseStatus(q.Get("status"), false)
+		if !ok {
+			write422(w, "unknown status %q", q.Get("status"))
+			return
+		}
+		status = s
+	}
+	var after int64 = -1 << 62
+	if q.Has("updated_after") {
+		t, ok := parseTime(q.Get("updated_after"), false)
+		if !ok {
+			write422(w, "updated_after must be an ISO 8601 time or YYYY-MM-DD")
+			return
+		}
+		after = ms(t)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.st.lists[listID] == nil {
+		notFound(w, nil, nil)
+		return
+	}
+	fields := e.st.sortedFields()
+	out := []byte{'['}
+	skip, n := (page-1)*perPage, 0
+	for _, s := range e.st.subs {
+		if s == nil {
+			continue
+		}
+		m := s.membership(listID)
+		if m == nil || (status != stNone && m.status != status) || max(s.updated, m.updated) <= after {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = e.st.showV2(out, s, fields)
+		if n++; n == perPage {
+			break
+		}
+	}
+	writeRaw(w, http.StatusOK, append(out, ']'))
+}
+
+// byEmail serves POST /subscribers/by_email: the subscribers found, in the order asked.
+func (e *Emulator) byEmail(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return
+	}
+	var b struct {
+		Emails []string `json:"emails"`
+	}
+	if err := decodeObject(w, body, &b); err != nil {
+		return
+	}
+	if len(b.Emails) > MaxBulkRows {
+		write422(w, "more than %d emails in one request", MaxBulkRows)
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fields := e.st.sortedFields()
+	out := []byte{'['}
+	seen := make(map[int64]bool, len(b.Emails))
+	for _, email := range b.Emails {
+		s := e.st.byKey[emailKey(email)]
+		if s == nil || seen[s.id] {
+			continue
+		}
+		seen[s.id] = true
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = e.st.showV2(out, s, fields)
+	}
+	writeRaw(w, http.StatusOK, append(out, ']'))
+}
+
+// parseTime reads an ISO 8601 time (UTC when no zone is given) or a date YYYY-MM-DD. A date
+// means its first millisecond, or with endOfDay its last.
+func parseTime(s string, endOfDay bool) (time.Time, bool) {
+	if t, err := time.Parse(dateLayout, s); err == nil {
+		if endOfDay {
+			t = t.Add(24*time.Hour - time.Millisecond)
+		}
+		return t, true
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
