@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/config"
+	"github.com/subsync/subsync/sink"
 )
 
 const (
@@ -398,4 +399,21 @@ func TestErrorIsFieldError(t *testing.T) {
 	require.Equal(t, "api.base_url", fe.Key)
 	require.Equal(t, "http://example.com", fe.Value)
 	require.True(t, strings.HasPrefix(err.Error(), "configuration: api.base_url"), err.Error())
+}
+
+// TestDefaultsAgreeWithSink keeps the documented defaults equal to the client's own.
+func TestDefaultsAgreeWithSink(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse("", nil, creds)
+	require.NoError(t, err)
+	sc := cfg.SinkConfig()
+	require.Equal(t, sink.DefaultRequestsPerSecond, sc.RequestsPerSecond)
+	require.Equal(t, sink.DefaultMaxInFlight, sc.MaxInFlight)
+	require.Equal(t, sink.DefaultTimeout, sc.Timeout)
+	require.Equal(t, sink.DefaultMaxAttempts, sc.MaxAttempts)
+	require.Equal(t, sink.DefaultMaxRetryTime, sc.MaxRetryTime)
+	require.Equal(t, sink.DefaultRetryAfterCap, sc.RetryAfterCap)
+	require.Equal(t, "u1", sc.UserID)
+	require.Equal(t, testKey, sc.APIKey)
+	require.NotContains(t, fmt.Sprintf("%v", sc), testKey)
 }

@@ -1,0 +1,290 @@
+// Package cli is subsync's command line: every command of the `subsync` binary, driven by
+// [Main] with the arguments, standard streams and a context, so tests run it in-process
+// exactly as the binary does.
+//
+// Contract with scripts and service managers:
+//
+//   - Exit codes: [ExitOK] (0) success; [ExitFailure] (1) the command ran and failed (a run
+//     failed, the service refused a request, a row was rejected by `subscribers upsert`, …);
+//     [ExitUsage] (2) the command could not start: bad arguments or flags, an invalid
+//     configuration file, a missing confirmation. A service manager should not restart on 2.
+//   - Standard output carries results only: tables, or JSON with --json. Standard error
+//     carries logs (log/slog: text on a terminal, JSON otherwise; --log-format), prompts and
+//     the final error line ("subsync: …").
+//   - Deletes ask for confirmation (y/N on stdin) unless --yes is given; without a terminal
+//     on stdin and without --yes they refuse with exit code 2.
+//   - Secrets (the API key, database passwords) never appear in output, logs or errors.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/subsync/subsync/config"
+	"github.com/subsync/subsync/sink"
+)
+
+// Exit codes of the subsync binary.
+const (
+	ExitOK      = 0 // success
+	ExitFailure = 1 // the command ran and failed
+	ExitUsage   = 2 // bad usage or invalid configuration: the command did not start
+)
+
+// Main runs the subsync command line with args (without the program name) and returns the
+// process exit code. Environment variables are read with os.Getenv.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := newApp(stdin, stdout, stderr)
+	return a.main(ctx, args)
+}
+
+// app is one invocation of the command line.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// isTerminal reports whether a stream is an interactive terminal; tests replace it.
+	isTerminal func(any) bool
+	version    string
+
+	// Global flags.
+	configPath string
+	logFormat  string
+	logLevel   string
+
+	root    *cobra.Command
+	log     *slog.Logger
+	cfg     *config.Config
+	started bool // a command's RunE began: errors from here on are not usage errors
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
+	return &app{
+		stdin: stdin, stdout: stdout, stderr: stderr,
+		getenv:     os.Getenv,
+		isTerminal: isTerminal,
+		version:    buildVersion(),
+		log:        slog.New(slog.DiscardHandler),
+	}
+}
+
+func (a *app) main(ctx context.Context, args []string) int {
+	a.root = a.rootCommand()
+	a.root.SetArgs(args)
+	a.root.SetIn(a.stdin)
+	a.root.SetOut(a.stdout)
+	a.root.SetErr(a.stderr)
+	cmd, err := a.root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := a.exitCode(err)
+	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
+		fmt.Fprintf(a.stderr, "subsync: %s\n", line)
+	}
+	if code == ExitUsage && !a.started && cmd != nil {
+		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+// exitCode classifies an error: usage and configuration problems are ExitUsage, anything
+// else that happened once a command ran is ExitFailure.
+func (a *app) exitCode(err error) int {
+	var ue *usageError
+	var ce *config.Error
+	switch {
+	case !a.started, errors.As(err, &ue), errors.As(err, &ce),
+		errors.Is(err, sink.ErrNoLegacyURL), errors.Is(err, sink.ErrInvalidConfig):
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// usageError marks an error as the user's to fix before the command can run (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// run wraps a command body: from here on, errors are failures unless marked as usage.
+func (a *app) run(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		a.started = true
+		return fn(cmd, args)
+	}
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "subsync",
+		Short: "Keep newsletter subscriber lists in step with CSV, Excel and SQL contacts",
+		Long: `subsync imports contacts from CSV files, Excel workbooks and SQL databases into a
+newsletter subscriber service in 1000-row batches, runs scheduled syncs as queued jobs, and
+pulls unsubscribes and bounces back so that nobody who left is ever made active again.
+
+Exit codes: 0 success, 1 the command ran and failed, 2 usage or configuration error.
+Results go to standard output (tables, or JSON with --json); logs, prompts and errors go
+to standard error.
+
+Secrets come from the environment, which wins over the configuration file:
+SUBSYNC_API_KEY, SUBSYNC_USER_ID, SUBSYNC_DATABASE_URL.`,
+		Example: `  subsync config check
+  subsync lists ls
+  subsync import contacts.csv --list 12 --wait
+  subsync run`,
+		Version:           a.version,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Args:              cobra.NoArgs,
+		PersistentPreRunE: a.setup,
+		RunE:              showHelp,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVarP(&a.configPath, "config", "c", config.DefaultPath, "configuration file (TOML)")
+	pf.StringVar(&a.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text or json")
+	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+
+	root.AddCommand(
+		a.configCommand(),
+		a.listsCommand(),
+		a.fieldsCommand(),
+		a.subscribersCommand(),
+		a.previewCommand(),
+		a.migrateCommand(),
+		a.runCommand(),
+		a.importCommand(),
+		a.syncCommand(),
+		a.statusCommand(),
+		a.runsCommand(),
+		a.demoCommand(),
+		a.versionCommand(),
+	)
+	return root
+}
+
+// group returns a command that only holds subcommands: alone it prints its help, with an
+// unknown subcommand it is a usage error.
+func group(use, short, example string) *cobra.Command {
+	return &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Example: example,
+		Args:    cobra.NoArgs,
+		RunE:    showHelp,
+	}
+}
+
+func showHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+
+// setup runs before every command: it builds the logger from the global flags.
+func (a *app) setup(cmd *cobra.Command, _ []string) error {
+	log, err := newLogger(a.stderr, a.logFormat, a.logLevel, a.isTerminal(a.stderr))
+	if err != nil {
+		return &usageError{err}
+	}
+	a.log = log
+	return nil
+}
+
+// config loads the configuration once. Without --config, a missing subsync.toml means a
+// configuration from defaults and the environment alone.
+func (a *app) config() (*config.Config, error) {
+	if a.cfg != nil {
+		return a.cfg, nil
+	}
+	explicit := a.root.PersistentFlags().Changed("config")
+	cfg, err := config.Load(a.configPath, a.getenv)
+	if err != nil && !explicit && errors.Is(err, fs.ErrNotExist) {
+		a.log.Debug("no configuration file: using defaults and the environment", "path", a.configPath)
+		if cfg, err = config.Parse("", nil, a.getenv); err != nil {
+			err = fmt.Errorf("no %s here (--config names another file), and defaults and the environment are not enough:\n%w", a.configPath, err)
+		}
+	}
+	if err != nil {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, &usageError{err}
+	}
+	a.cfg = cfg
+	return cfg, nil
+}
+
+// client returns a subscriber service client for the configuration.
+func (a *app) client() (*sink.Client, error) {
+	cfg, err := a.config()
+	if err != nil {
+		return nil, err
+	}
+	sc := cfg.SinkConfig()
+	sc.Logger = a.log
+	sc.Version = a.version
+	c, err := sink.New(sc)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func buildVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return "dev-" + rev
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of subsync",
+		Args:  cobra.NoArgs,
+		RunE: a.run(func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(a.stdout, "subsync", a.version)
+			return err
+		}),
+	}
+}

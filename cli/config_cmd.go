@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) configCommand() *cobra.Command {
+	cmd := group("config", "Check or show the configuration", `  subsync config check
+  subsync --config /etc/subsync.toml config show --json`)
+
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "Validate the configuration without running anything",
+		Long: `Validate the configuration file (and the environment overrides) without contacting the
+service or the database. Every problem is listed, each naming the key, the value and the
+reason; the exit code is 2 when there is any.`,
+		Example: `  subsync config check
+  subsync --config prod.toml config check`,
+		Args: cobra.NoArgs,
+		RunE: a.run(func(*cobra.Command, []string) error {
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			where := cfg.Path
+			if where == "" {
+				where = "configuration (no file: defaults and environment)"
+			}
+			names := make([]string, len(cfg.Syncs))
+			for i, s := range cfg.Syncs {
+				names[i] = s.Name
+			}
+			syncs := "no syncs"
+			if len(names) > 0 {
+				syncs = fmt.Sprintf("%d sync(s): %s", len(names), strings.Join(names, ", "))
+			}
+			_, err = fmt.Fprintf(a.stdout, "%s: OK (%s)\n", where, syncs)
+			return err
+		}),
+	}
+
+	var asJSON bool
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Print the effective configuration, defaults filled and secrets redacted",
+		Example: `  subsync config show
+  subsync config show --json`,
+		Args: cobra.NoArgs,
+		RunE: a.run(func(*cobra.Command, []string) error {
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(cfg)
+			}
+			_, err = fmt.Fprint(a.stdout, cfg.String())
+			return err
+		}),
+	}
+	jsonFlag(show, &asJSON)
+	cmd.AddCommand(check, show)
+	return cmd
+}
