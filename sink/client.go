@@ -89,7 +89,8 @@ func New(cfg Config) (*Client, error) {
 		log:       logger,
 	}
 	if cfg.RequestsPerSecond > 0 {
-		c.limiter = rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), max(1, int(math.Floor(cfg.RequestsPerSecond))))
+		// A burst of 1: requests are spaced evenly, never bunched after a quiet spell.
+		c.limiter = rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), 1)
 	}
 	token := base64.StdEncoding.EncodeToString([]byte(cfg.UserID + ":" + cfg.APIKey))
 	c.auth = "Basic " + token
