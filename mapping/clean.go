@@ -1,0 +1,151 @@
+package mapping
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// clean trims s, collapses every run of white space (and control characters, the BOM and
+// zero-width spaces) inside it to one ASCII space, and puts it in Unicode NFC.
+// It returns s itself, without allocating, when s is already clean.
+// ok is false when s is not valid UTF-8.
+func clean(s string) (_ string, ok bool) {
+	n := len(s)
+	if n == 0 {
+		return s, true
+	}
+	prevSpace := true // a space at the start is as dirty as a double space
+	for i := 0; i < n; i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return cleanSlow(s)
+		}
+		if c <= ' ' || c == 0x7f {
+			if c != ' ' || prevSpace {
+				return cleanSlow(s)
+			}
+			prevSpace = true
+			continue
+		}
+		prevSpace = false
+	}
+	if prevSpace {
+		return cleanSlow(s)
+	}
+	return s, true
+}
+
+// isBlank reports whether r counts as white space for clean.
+func isBlank(r rune) bool {
+	switch r {
+	case '\uFEFF', '\u200B':
+		return true
+	}
+	return unicode.IsSpace(r) || unicode.IsControl(r)
+}
+
+func cleanSlow(s string) (string, bool) {
+	if !utf8.ValidString(s) {
+		return "", false
+	}
+	// First pass: is any change of white space needed?
+	needs := false
+	prevSpace := true
+	for _, r := range s {
+		if isBlank(r) {
+			if r != ' ' || prevSpace {
+				needs = true
+				break
+			}
+			prevSpace = true
+			continue
+		}
+		prevSpace = false
+	}
+	if prevSpace {
+		needs = true
+	}
+	if !needs {
+		return norm.NFC.String(s), true
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	pending := false
+	for _, r := range s {
+		if isBlank(r) {
+			pending = b.Len() > 0
+			continue
+		}
+		if pending {
+			b.WriteByte(' ')
+			pending = false
+		}
+		b.WriteRune(r)
+	}
+	return norm.NFC.String(b.String()), true
+}
+
+// shorten returns s cut to at most max runes, with an ellipsis when cut. Reject values are
+// shortened so that a reject record stays small and a person can still recognise the value.
+func shorten(s string, max int) string {
+	if len(s) <= max {
+		if utf8.ValidString(s) {
+			return s
+		}
+		return strings.ToValidUTF8(s, "\uFFFD")
+	}
+	n := 0
+	for i := range s {
+		if n == max-1 {
+			return strings.ToValidUTF8(s[:i], "\uFFFD") + "…"
+		}
+		n++
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// fold turns a header name or a choice into a key for case- and accent-insensitive
+// comparison: lower case, accents removed (é→e, å→a, ø→o, æ→ae, ß→ss), and every
+// character that is neither a letter nor a digit dropped ("E-mail 1 - Value" → "email1value").
+func fold(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range norm.NFD.String(s) {
+		switch {
+		case r < utf8.RuneSelf:
+			switch {
+			case 'a' <= r && r <= 'z', '0' <= r && r <= '9':
+				b.WriteRune(r)
+			case 'A' <= r && r <= 'Z':
+				b.WriteRune(r + 'a' - 'A')
+			}
+		case unicode.Is(unicode.Mn, r):
+			// a combining accent: dropped
+		default:
+			switch unicode.ToLower(r) {
+			case 'ø':
+				b.WriteByte('o')
+			case 'æ':
+				b.WriteString("ae")
+			case 'œ':
+				b.WriteString("oe")
+			case 'ß':
+				b.WriteString("ss")
+			case 'đ', 'ð':
+				b.WriteByte('d')
+			case 'þ':
+				b.WriteString("th")
+			case 'ł':
+				b.WriteByte('l')
+			default:
+				if unicode.IsLetter(r) || unicode.IsDigit(r) {
+					b.WriteRune(unicode.ToLower(r))
+				}
+			}
+		}
+	}
+	return b.String()
+}

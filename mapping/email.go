@@ -1,0 +1,157 @@
+package mapping
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of an e-mail address (RFC 5321): 254 bytes in all, 64 for the local part,
+// 253 for the domain, 63 for one label of the domain.
+const (
+	maxEmail      = 254
+	maxLocalPart  = 64
+	maxDomain     = 253
+	maxDomainPart = 63
+)
+
+// normEmail lower-cases a cleaned e-mail address and checks its syntax.
+//
+// The check is practical, not RFC 5322 in full: a local part of atext characters and dots
+// (non-ASCII letters and digits allowed, as SMTPUTF8 allows them), one @, and a domain of at
+// least two labels of letters, digits and hyphens. Internationalised domains are accepted in
+// Unicode form (ø@bø.no) and in A-label form (xn--b-5ga.no). Quoted local parts, comments,
+// IP-address literals and single-label domains are rejected: real mailing lists do not
+// contain them, and the service would refuse them.
+// It returns the address and "" when valid, or a message saying what is wrong.
+func normEmail(s string) (string, string) {
+	s = strings.ToLower(s)
+	if len(s) > maxEmail {
+		return s, "is longer than 254 characters"
+	}
+	at := strings.IndexByte(s, '@')
+	switch {
+	case at < 0:
+		return s, "has no @"
+	case strings.IndexByte(s[at+1:], '@') >= 0:
+		return s, "has more than one @"
+	case strings.IndexByte(s, ' ') >= 0:
+		return s, "contains a space"
+	case at == 0:
+		return s, "has nothing before the @"
+	case at == len(s)-1:
+		return s, "has no domain after the @"
+	}
+	if msg := checkLocal(s[:at]); msg != "" {
+		return s, msg
+	}
+	if msg := checkDomain(s[at+1:]); msg != "" {
+		return s, msg
+	}
+	return s, ""
+}
+
+func checkLocal(l string) string {
+	if len(l) > maxLocalPart {
+		return "has more than 64 characters before the @"
+	}
+	if l[0] == '.' || l[len(l)-1] == '.' {
+		return "has a dot at the start or end of the part before the @"
+	}
+	if strings.Contains(l, "..") {
+		return "has two dots in a row"
+	}
+	for i := 0; i < len(l); {
+		c := l[i]
+		if c < utf8.RuneSelf {
+			if !isAtext(c) && c != '.' {
+				return "contains the character " + quoteRune(rune(c)) + " before the @"
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(l[i:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.M, r) {
+			return "contains the character " + quoteRune(r) + " before the @"
+		}
+		i += size
+	}
+	return ""
+}
+
+// isAtext reports whether c is an RFC 5322 atext character.
+func isAtext(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+/=?^_`{|}~-", c) >= 0
+}
+
+func checkDomain(d string) string {
+	if len(d) > maxDomain {
+		return "has a domain longer than 253 characters"
+	}
+	if d[0] == '[' {
+		return "has an IP address instead of a domain"
+	}
+	for label := range strings.SplitSeq(d, ".") {
+		if label == "" {
+			return "has an empty part in the domain " + quote(d)
+		}
+		if utf8.RuneCountInString(label) > maxDomainPart {
+			return "has a domain part longer than 63 characters"
+		}
+		if label[0] == '-' || label[len(label)-1] == '-' {
+			return "has a domain part that starts or ends with a hyphen"
+		}
+		for i := 0; i < len(label); {
+			c := label[i]
+			if c < utf8.RuneSelf {
+				if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+					return "contains the character " + quoteRune(rune(c)) + " in the domain"
+				}
+				i++
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(label[i:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.M, r) {
+				return "contains the character " + quoteRune(r) + " in the domain"
+			}
+			i += size
+		}
+	}
+	dot := strings.LastIndexByte(d, '.')
+	if dot < 0 {
+		return "has no dot in the domain " + quote(d)
+	}
+	tld := d[dot+1:]
+	digits := true
+	for i := 0; i < len(tld); i++ {
+		if tld[i] < '0' || tld[i] > '9' {
+			digits = false
+			break
+		}
+	}
+	if digits {
+		return "has a numeric top-level domain"
+	}
+	if utf8.RuneCountInString(tld) < 2 {
+		return "has a one-letter top-level domain " + quote(tld)
+	}
+	return ""
+}
+
+func quote(s string) string { return "\"" + s + "\"" }
+
+func quoteRune(r rune) string {
+	if r == ',' {
+		return "\",\" (a comma)"
+	}
+	if r < ' ' || r == 0x7f {
+		return "U+00" + string(hexDigits[r>>4]) + string(hexDigits[r&0xF])
+	}
+	return "\"" + string(r) + "\""
+}
+
+const hexDigits = "0123456789ABCDEF"
