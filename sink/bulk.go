@@ -49,10 +49,10 @@ const reasonRefused = "refused by the service (422)"
 // reasonNoEmail is the reason of a row that has no e-mail; it is not sent.
 const reasonNoEmail = "no e-mail address"
 
-// maxLeadingRefusals is how many rows in a row, with none accepted yet, may be refused one
-// by one before a 422 is taken to refuse the request as a whole (an unknown list, say)
-// rather than particular rows.
-const maxLeadingRefusals = 8
+// maxSameRefusals is how many rows sent alone may be refused in a row, for the same reason,
+// with no request of the batch accepted yet, before InsertBatch suspects the 422 refuses the
+// request as a whole (an unknown list, say) rather than particular rows; see InsertBatch.
+const maxSameRefusals = 8
 
 // bodyPool holds bulkinsert body buffers. Buffers grown past maxPooledBody are dropped.
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
@@ -90,13 +90,18 @@ func (o BulkOptions) query() (url.Values, error) {
 //
 // When the service refuses the request with 422, the rows are split to isolate the ones it
 // refuses, and every other row is delivered: if the service's message names a row
-// ("row 3: …"), that row is sent alone and the others together; otherwise the rows are
-// split in halves, recursively. A row is only ever rejected on a 422 to a request holding
-// that row alone, with the service's message as the reason. If the first
-// maxLeadingRefusals rows tried alone are all refused and none accepted, the 422 is
-// taken to refuse the request as a whole, and InsertBatch returns it as an error.
+// ("row 3: …", 0-based), that row is sent alone and the others together; otherwise, or once
+// a named row turns out to be accepted alone, the rows are split in halves, recursively.
+// A row is only rejected on a 422 to a request holding that row alone, with the service's
+// message as the reason. Each row is acknowledged at most once per call.
 //
-// On an error other than a 422 (retries exhausted, ctx done, 401, …), the result counts
+// A 422 that refuses the request as a whole (an unknown list) would make every row a
+// reject: when maxSameRefusals rows sent alone are refused for the same reason and nothing
+// has been accepted, up to three untried rows, spread over the batch, are sent alone; if
+// they are all refused for that reason too, InsertBatch returns the 422 as its error, with
+// no rejects.
+//
+// On an error other than a row's 422 (retries exhausted, ctx done, 401, …), the result counts
 // what was acknowledged before it; sending the same rows again is harmless.
 func (c *Client) InsertBatch(ctx context.Context, opts BulkOptions, rows []Subscriber) (BatchResult, error) {
 	if len(rows) > MaxBatchRows {
@@ -162,29 +167,40 @@ type batch struct {
 	res   BatchResult
 	// trustHints: use the row a 422 message names, until one such row is accepted alone.
 	trustHints bool
-	// rowLevel: a row named by a 422 message was refused alone, so the service refuses
-	// rows, not the request.
-	rowLevel bool
-	accepted bool // some request of this batch was acknowledged
-	unsent   int  // leading Rejects for rows not sent (no e-mail)
-	leading  int  // rows refused alone before any acceptance (in the halving path)
+	accepted   bool   // some request of this batch was acknowledged
+	unsent     int    // leading Rejects for rows not sent (no e-mail)
+	done       []bool // rows acknowledged or rejected, once splitting began
+	same       int    // rows refused alone in a row for sameReason, while nothing was accepted
+	sameReason string
+	confirmed  bool // the 422s are known to be about rows
 }
 
 // insert delivers rows idx (nil = all), splitting on 422.
 func (b *batch) insert(ctx context.Context, idx []int) error {
+	if b.done != nil {
+		idx = b.pending(idx)
+		if len(idx) == 0 {
+			return nil
+		}
+	}
 	n := len(idx)
 	if idx == nil {
 		n = len(b.rows)
 	}
 	err := b.send(ctx, idx)
 	if err == nil {
-		b.res.Sent += n
-		b.accepted = true
+		b.acknowledge(idx, n)
 		return nil
 	}
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
 		return err
+	}
+	if b.done == nil {
+		b.done = make([]bool, len(b.rows))
+		for _, r := range b.res.Rejects[:b.unsent] {
+			b.done[r.Index] = true
+		}
 	}
 	if idx == nil {
 		idx = make([]int, n)
@@ -193,49 +209,121 @@ func (b *batch) insert(ctx context.Context, idx []int) error {
 		}
 	}
 	if n == 1 {
-		b.res.Rejects = append(b.res.Rejects, RowReject{Index: idx[0], Email: b.rows[idx[0]].Email, Reason: rejectReason(apiErr)})
-		return nil
+		return b.refused(ctx, idx[0], apiErr)
 	}
 	if r, ok := rowHint(apiErr.Message); ok && b.trustHints && r < n {
-		before := len(b.res.Rejects)
-		if err := b.send1(ctx, idx[r]); err != nil {
+		if err := b.insert(ctx, idx[r:r+1]); err != nil {
 			return err
 		}
-		if len(b.res.Rejects) == before {
+		if !b.isRejected(idx[r]) {
 			b.trustHints = false // the named row went through: the numbering is not ours
-		} else {
-			b.rowLevel = true
 		}
-		rest := make([]int, 0, n-1)
-		rest = append(append(rest, idx[:r]...), idx[r+1:]...)
-		return b.insert(ctx, rest)
+		return b.insert(ctx, idx) // the named row is done: pending leaves it out
 	}
 	mid := n / 2
-	for _, half := range [][]int{idx[:mid], idx[mid:]} {
-		if len(half) == 1 {
-			before := len(b.res.Rejects)
-			if err := b.send1(ctx, half[0]); err != nil {
-				return err
-			}
-			if len(b.res.Rejects) > before && !b.accepted && !b.rowLevel {
-				b.leading++
-				if b.leading >= maxLeadingRefusals && len(b.rows) > maxLeadingRefusals {
-					b.res.Rejects = b.res.Rejects[:b.unsent]
-					return fmt.Errorf("the service refused each of the first %d rows sent alone and accepted none, so it refuses the request as a whole: %w", b.leading, apiErr)
-				}
-			}
-			continue
-		}
-		if err := b.insert(ctx, half); err != nil {
-			return err
-		}
+	if err := b.insert(ctx, idx[:mid]); err != nil {
+		return err
 	}
-	return nil
+	return b.insert(ctx, idx[mid:])
 }
 
-// send1 delivers one row, recording a reject on 422.
-func (b *batch) send1(ctx context.Context, i int) error {
-	return b.insert(ctx, []int{i})
+// refused records row i, refused alone, as a reject, unless the refusals so far look like
+// the request being refused as a whole (see maxSameRefusals).
+func (b *batch) refused(ctx context.Context, i int, apiErr *APIError) error {
+	reason := rejectReason(apiErr)
+	b.res.Rejects = append(b.res.Rejects, RowReject{Index: i, Email: b.rows[i].Email, Reason: reason})
+	b.done[i] = true
+	if b.accepted || b.confirmed {
+		return nil
+	}
+	if reason != b.sameReason {
+		b.same, b.sameReason = 0, reason
+	}
+	if b.same++; b.same < maxSameRefusals {
+		return nil
+	}
+	// Suspicious: try up to three rows not tried yet, spread over the batch (the last, the
+	// middle and the first quarter of the untried ones). One accepted or refused for another
+	// reason shows the 422s are about rows.
+	var untried []int
+	for j := range b.rows {
+		if !b.done[j] {
+			untried = append(untried, j)
+		}
+	}
+	if len(untried) == 0 {
+		return nil
+	}
+	probes := []int{untried[len(untried)-1]}
+	for _, p := range []int{untried[len(untried)/2], untried[len(untried)/4]} {
+		if !slices.Contains(probes, p) {
+			probes = append(probes, p)
+		}
+	}
+	for _, p := range probes {
+		err := b.send(ctx, []int{p})
+		if err == nil {
+			b.acknowledge([]int{p}, 1)
+			return nil
+		}
+		var probeErr *APIError
+		if !errors.As(err, &probeErr) || probeErr.StatusCode != http.StatusUnprocessableEntity {
+			return err
+		}
+		b.res.Rejects = append(b.res.Rejects, RowReject{Index: p, Email: b.rows[p].Email, Reason: rejectReason(probeErr)})
+		b.done[p] = true
+		if rejectReason(probeErr) != reason {
+			b.confirmed = true // refused for another reason: the 422s are about rows
+			return nil
+		}
+	}
+	b.res.Rejects = b.res.Rejects[:b.unsent]
+	return fmt.Errorf("the service refused %d rows sent alone for the same reason and accepted none, so it refuses the request as a whole: %w", b.same+len(probes), apiErr)
+}
+
+// acknowledge records rows idx (nil = all n rows) as delivered.
+func (b *batch) acknowledge(idx []int, n int) {
+	b.res.Sent += n
+	b.accepted = true
+	if b.done != nil {
+		for _, i := range idx {
+			b.done[i] = true
+		}
+	}
+}
+
+func (b *batch) isRejected(i int) bool {
+	for _, r := range b.res.Rejects[b.unsent:] {
+		if r.Index == i {
+			return true
+		}
+	}
+	return false
+}
+
+// pending returns the rows of idx not yet done (idx itself when none is done).
+func (b *batch) pending(idx []int) []int {
+	if idx == nil {
+		idx = make([]int, 0, len(b.rows))
+		for i := range b.rows {
+			if !b.done[i] {
+				idx = append(idx, i)
+			}
+		}
+		return idx
+	}
+	for k, i := range idx {
+		if b.done[i] {
+			out := append(make([]int, 0, len(idx)-1), idx[:k]...)
+			for _, j := range idx[k+1:] {
+				if !b.done[j] {
+					out = append(out, j)
+				}
+			}
+			return out
+		}
+	}
+	return idx
 }
 
 // send makes one bulkinsert request of rows idx (nil = all) and checks its acknowledgement.

@@ -518,11 +518,13 @@ func TestInsertBatchRefusesOver1000Rows(t *testing.T) {
 // refuser answers bulkinserts like the service: 422 for the whole request if any row's
 // e-mail is in bad, otherwise it records the rows as delivered. hint says how the 422
 // message names the row: "" = no message, "zero" = 0-based "row N: …", "one" = 1-based.
+// The reason names the e-mail unless sameReason.
 type refuser struct {
-	mu        sync.Mutex
-	bad       map[string]bool
-	hint      string
-	delivered map[string]int
+	mu         sync.Mutex
+	bad        map[string]bool
+	hint       string
+	sameReason bool
+	delivered  map[string]int
 }
 
 func (rf *refuser) serve(w http.ResponseWriter, r *http.Request, _ int) {
@@ -536,11 +538,15 @@ func (rf *refuser) serve(w http.ResponseWriter, r *http.Request, _ int) {
 		if !rf.bad[email] {
 			continue
 		}
+		reason := "unknown field EXTRA99 for " + email
+		if rf.sameReason {
+			reason = "unknown field EXTRA99"
+		}
 		switch rf.hint {
 		case "zero":
-			writeJSON(w, 422, fmt.Sprintf(`{"status":"422 Unprocessable entity","message":"row %d: unknown field EXTRA99"}`, i))
+			writeJSON(w, 422, fmt.Sprintf(`{"status":"422 Unprocessable entity","message":"row %d: %s"}`, i, reason))
 		case "one":
-			writeJSON(w, 422, fmt.Sprintf(`{"status":"422 Unprocessable entity","message":"row %d: unknown field EXTRA99"}`, i+1))
+			writeJSON(w, 422, fmt.Sprintf(`{"status":"422 Unprocessable entity","message":"row %d: %s"}`, i+1, reason))
 		default:
 			writeJSON(w, 422, `{"status":"422 Unprocessable entity"}`)
 		}
@@ -556,11 +562,16 @@ func (rf *refuser) serve(w http.ResponseWriter, r *http.Request, _ int) {
 
 func TestInsertBatchIsolatesRefusedRows(t *testing.T) {
 	t.Parallel()
-	for _, hint := range []string{"", "zero", "one"} {
-		t.Run("hint="+hint, func(t *testing.T) {
+	for _, tc := range []struct {
+		hint       string
+		sameReason bool
+	}{{"", false}, {"zero", false}, {"one", false}, {"zero", true}, {"", true}} {
+		hint := tc.hint
+		t.Run(fmt.Sprintf("hint=%s,same=%t", tc.hint, tc.sameReason), func(t *testing.T) {
 			t.Parallel()
-			badIdx := []int{0, 1, 2, 57, 58, 500, 998, 999}
-			rf := &refuser{bad: map[string]bool{}, hint: hint, delivered: map[string]int{}}
+			// More rows than maxSameRefusals, first and last included.
+			badIdx := []int{0, 1, 2, 57, 58, 500, 501, 502, 503, 998, 999}
+			rf := &refuser{bad: map[string]bool{}, hint: hint, sameReason: tc.sameReason, delivered: map[string]int{}}
 			rows := make([]sink.Subscriber, 1000)
 			for i := range rows {
 				rows[i].Email = fmt.Sprintf("p%d@example.com", i)
@@ -575,17 +586,19 @@ func TestInsertBatchIsolatesRefusedRows(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 1000-len(badIdx)-1, res.Sent)
 			require.Equal(t, len(wr.recorded()), res.Requests)
-			wantReason := "refused by the service (422)"
-			if hint != "" {
-				wantReason = "unknown field EXTRA99"
-			}
 			var want []sink.RowReject
-			for _, i := range []int{0, 1, 2, 57, 58, 300, 500, 998, 999} {
-				if i == 300 {
+			for _, i := range []int{0, 1, 2, 57, 58, 300, 500, 501, 502, 503, 998, 999} {
+				reason := "refused by the service (422)"
+				switch {
+				case i == 300:
 					want = append(want, sink.RowReject{Index: 300, Reason: "no e-mail address"})
 					continue
+				case hint != "" && tc.sameReason:
+					reason = "unknown field EXTRA99"
+				case hint != "":
+					reason = "unknown field EXTRA99 for " + rows[i].Email
 				}
-				want = append(want, sink.RowReject{Index: i, Email: rows[i].Email, Reason: wantReason})
+				want = append(want, sink.RowReject{Index: i, Email: rows[i].Email, Reason: reason})
 			}
 			require.Equal(t, want, res.Rejects)
 			for i, r := range rows {
@@ -595,7 +608,7 @@ func TestInsertBatchIsolatesRefusedRows(t *testing.T) {
 				}
 				require.Equal(t, 1, rf.delivered[r.Email], "row %d delivered once", i)
 			}
-			if hint == "zero" {
+			if hint == "zero" && !tc.sameReason {
 				// A named row costs one request alone and one for the rest.
 				require.Equal(t, 1+2*len(badIdx), res.Requests)
 			}
@@ -606,20 +619,27 @@ func TestInsertBatchIsolatesRefusedRows(t *testing.T) {
 
 func TestInsertBatchWholeRequestRefused(t *testing.T) {
 	t.Parallel()
-	wr := newWire(t, func(w http.ResponseWriter, r *http.Request, _ int) {
-		writeJSON(w, 422, `{"status":"422 Unprocessable entity","message":"unknown list 42"}`)
-	})
-	c := wr.client(t)
-	rows := make([]sink.Subscriber, 1000)
-	for i := range rows {
-		rows[i].Email = fmt.Sprintf("p%d@example.com", i)
+	for _, msg := range []string{"unknown list 42", "row 0: unknown list 42", ""} {
+		t.Run(msg, func(t *testing.T) {
+			t.Parallel()
+			wr := newWire(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+				writeJSON(w, 422, fmt.Sprintf(`{"status":"422 Unprocessable entity","message":%q}`, msg))
+			})
+			c := wr.client(t)
+			rows := make([]sink.Subscriber, 1000)
+			for i := range rows {
+				rows[i].Email = fmt.Sprintf("p%d@example.com", i)
+			}
+			res, err := c.InsertBatch(t.Context(), sink.BulkOptions{ListID: 42}, rows)
+			require.ErrorContains(t, err, "so it refuses the request as a whole: POST /subscribers/bulkinsert: 422 Unprocessable entity")
+			require.ErrorContains(t, err, msg)
+			require.True(t, sink.IsPermanent(err))
+			require.Zero(t, res.Sent)
+			require.Empty(t, res.Rejects)
+			require.Less(t, res.Requests, 40, "giving up early, not after splitting 1000 rows")
+			t.Logf("%q: gave up after %d requests", msg, res.Requests)
+		})
 	}
-	res, err := c.InsertBatch(t.Context(), sink.BulkOptions{ListID: 42}, rows)
-	require.ErrorContains(t, err, "refuses the request as a whole: POST /subscribers/bulkinsert: 422 Unprocessable entity: unknown list 42")
-	require.True(t, sink.IsPermanent(err))
-	require.Zero(t, res.Sent)
-	require.Empty(t, res.Rejects)
-	require.Less(t, res.Requests, 40, "giving up early, not after splitting 1000 rows")
 }
 
 func TestStatusChangesTolerantParse(t *testing.T) {
