@@ -1,0 +1,115 @@
+package mapping
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/subsync/subsync/sink"
+)
+
+// alias is a header name Auto recognises, folded (see fold), with the target it maps to.
+// When several columns name one target, the lowest rank wins (a mobile number before a
+// landline), then the leftmost column.
+type alias struct {
+	target string
+	rank   int
+}
+
+// aliases are the header names of common exports: Norwegian (and the other Scandinavian
+// languages), English, Google Contacts (both CSV formats), Mailchimp, Outlook, and the
+// service's own field names.
+var aliases = sync.OnceValue(func() map[string]alias {
+	m := map[string]alias{}
+	add := func(target string, rank int, names ...string) {
+		for _, n := range names {
+			m[fold(n)] = alias{target, rank}
+		}
+	}
+	add(sink.FieldEmail, 0, "E-post", "Epost", "E-postadresse", "Epostadresse", "E-post adresse",
+		"E-mail", "Email", "Email Address", "E-mail Address", "Emailadresse", "E-mailadresse",
+		"Mailadresse", "E-mail 1 - Value", "Primary Email", "Email 1", "E-postadress", "Mejl", "Mejladress")
+	add(sink.FieldEmail, 1, "E-post 1", "Epost1", "E-mail 1", "Email1", "Work Email", "Personal Email")
+	add(sink.FieldFirstname, 0, "Fornavn", "First Name", "Firstname", "Given Name", "Förnamn", "Fname", "First")
+	add(sink.FieldLastname, 0, "Etternavn", "Last Name", "Lastname", "Surname", "Family Name", "Efternavn",
+		"Efternamn", "Lname", "Last")
+	add(sink.FieldAddress, 0, "Adresse", "Address", "Gateadresse", "Street Address", "Street", "Postadresse",
+		"Address 1 - Street", "Address Line 1", "Adress", "Gatuadress", "Home Street", "Business Street")
+	add(sink.FieldAddress, 1, "Address 1 - Formatted")
+	add(sink.FieldZip, 0, "Postnummer", "Postnr", "Post nr", "Zip", "Zip Code", "Zipcode", "Postal Code",
+		"Postcode", "Post Code", "Address 1 - Postal Code", "Postnr.", "Home Postal Code", "Business Postal Code")
+	add(sink.FieldCity, 0, "Poststed", "Sted", "City", "Town", "By", "Postort", "Ort", "Address 1 - City",
+		"Home City", "Business City")
+	add(sink.FieldPhone, 0, "Mobil", "Mobilnummer", "Mobiltelefon", "Mobile", "Mobile Phone", "Mobile Number",
+		"Cell", "Cell Phone", "Cellphone", "Mobilnr", "Mobiltlf", "Mobiltelefonnummer")
+	add(sink.FieldPhone, 1, "Telefon", "Telefonnummer", "Tlf", "Tlf.", "Phone", "Phone Number", "Phone 1 - Value",
+		"Telephone", "Tel", "Telefonnr", "Primary Phone", "Home Phone", "Business Phone")
+	add(sink.FieldCompany, 0, "Firma", "Bedrift", "Company", "Firmanavn", "Selskap", "Organisasjon",
+		"Organization", "Organisation", "Organization Name", "Organization 1 - Name", "Company Name", "Företag")
+	add(sink.FieldBirthday, 0, "Fødselsdato", "Fødselsdag", "Bursdag", "Birthday", "Birth Date", "Birthdate",
+		"Date of Birth", "DOB", "Födelsedatum", "Fodselsdato")
+	add(sink.FieldGender, 0, "Kjønn", "Gender", "Sex", "Kön", "Køn")
+	add(TargetTags, 0, "Tags", "Tagger", "Etiketter")
+	for _, c := range sink.ConsentFields {
+		add(c, 0, c)
+	}
+	return m
+})
+
+// Auto maps a header with no hand-written mapping: it recognises common English and
+// Norwegian column names (E-post, Epost, E-mail, Email, Email Address, E-mail 1 - Value;
+// Fornavn, First Name, Given Name; Etternavn, Last Name, Family Name; Adresse; Postnummer,
+// Postnr; Poststed, Sted; Mobil, Mobiltelefon, Telefon, Phone; Firma, Bedrift, Company;
+// Fødselsdato, Birthday; Kjønn, Gender; the consent fields by their service names …),
+// compared without regard to case, accents, spaces and punctuation.
+//
+// It returns the spec and, in header order, every column it could not place: those are
+// reported, never silently dropped. Auto never maps a column to a status (a CRM's "Status"
+// column rarely holds subscriber statuses) or to a custom field.
+func Auto(header []string) (Spec, []string) {
+	type pick struct {
+		col  int
+		rank int
+	}
+	best := map[string]pick{}
+	for i, h := range header {
+		a, ok := aliases()[fold(h)]
+		if !ok {
+			continue
+		}
+		if a.target == TargetTags {
+			continue // any number of tag columns
+		}
+		if p, ok := best[a.target]; !ok || a.rank < p.rank {
+			best[a.target] = pick{i, a.rank}
+		}
+	}
+	spec := Spec{Columns: map[string]Column{}}
+	var unplaced []string
+	for i, h := range header {
+		a, ok := aliases()[fold(h)]
+		switch {
+		case ok && a.target == TargetTags:
+			spec.Columns[h] = Column{To: TargetTags}
+		case ok && best[a.target].col == i:
+			spec.Columns[h] = Column{To: a.target}
+		default:
+			if !slices.Contains(unplaced, h) {
+				unplaced = append(unplaced, h)
+			}
+		}
+	}
+	return spec, unplaced
+}
+
+// WithAuto returns s with its columns filled by Auto when it has none (the other settings
+// kept), and the columns left unplaced (ignored columns excluded). A spec with columns is
+// returned as it is, with nil.
+func (s Spec) WithAuto(header []string) (Spec, []string) {
+	if len(s.Columns) > 0 {
+		return s, nil
+	}
+	auto, unplaced := Auto(header)
+	s.Columns = auto.Columns
+	unplaced = slices.DeleteFunc(unplaced, func(c string) bool { return slices.Contains(s.Ignore, c) })
+	return s, unplaced
+}

@@ -1,0 +1,778 @@
+package mapping
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/sources"
+)
+
+// Length limits, in characters, of the values subsync sends. A longer value is rejected
+// (too_long), never truncated. The service states no limits; these are generous for real
+// data and keep a runaway cell (a whole paragraph in a name) out of the service.
+// An e-mail address is limited to 254 bytes (RFC 5321); a phone number is at most 15 digits
+// (E.164); dates, genders, consents and statuses are normalised to short fixed values.
+const (
+	MaxName       = 100 // firstname, lastname
+	MaxAddress    = 200
+	MaxZip        = 20
+	MaxCity       = 100
+	MaxCompany    = 200
+	MaxCustomText = 255 // a string custom field, and each choice
+	MaxTag        = 100 // each tag
+)
+
+// rulesVersion names the normalisation rules; it is part of every Fingerprint, so a change
+// of the rules (bump it) invalidates delta fingerprints as a change of mapping does.
+const rulesVersion = "subsync-mapping-rules/1"
+
+type kind uint8
+
+const (
+	kEmail kind = iota
+	kText
+	kPhone
+	kBirthday
+	kGender
+	kConsent
+	kCustomText
+	kCustomNumber
+	kCustomDate
+	kCustomChoice
+	kCustomMulti
+	kStatus
+	kStatusMobile
+	kTags
+)
+
+type op struct {
+	col     int    // index in the record
+	column  string // the column's name in the header
+	kind    kind
+	name    string // subscriber field, consent field or EXTRA slot
+	label   string // custom field label
+	limit   int    // kText, kCustomText
+	choices []string
+	sep     string
+	what    string // how a message names the value: "the phone number"
+}
+
+// Row is a source row mapped to a subscriber payload.
+//
+// Status and StatusMobile are "" unless the mapping gives one (a status column or constant),
+// or a consent column says no: a "no" (nei, 0, false …) in SAMTYKKEEPOST makes Status
+// unsubscribed, and a "no" in SAMTYKKESMS makes StatusMobile unsubscribed. SAMTYKKEEPOSTOGSMS
+// counts for both when the specific field is not mapped or empty. A "no" overrides a status of
+// active and leaves bounce as it is; a "yes" never sets a status, so a sync never revives
+// anyone by consent alone.
+//
+// Sub.Tags may be shared between rows when only constant tags apply: treat it as read-only.
+type Row struct {
+	Ordinal      int64
+	Line         int
+	Sheet        string
+	Sub          sink.Subscriber
+	Status       string
+	StatusMobile string
+}
+
+// Mapper turns source records into subscriber payloads. It is immutable once compiled and
+// safe for concurrent use.
+type Mapper struct {
+	header      []string
+	ops         []op // the email op first
+	base        sink.Subscriber
+	baseFields  map[string]string // constants for consent and custom fields
+	baseTags    []string
+	status      string // constant status
+	statusMob   string
+	hasFields   bool // the payload has consent or custom fields
+	hasConsent  bool
+	hasTagCols  bool
+	country     string // default country calling code, digits only
+	birthday    dateRule
+	custDate    dateRule
+	duplicates  string
+	plan        []PlanEntry
+	unplaced    []string
+	fingerprint string
+	spec        Spec
+}
+
+// PlanEntry says what happens to one source column.
+type PlanEntry struct {
+	Column   string `json:"column"`
+	Target   string `json:"target,omitempty"` // as in a mapping: "email", "custom:Kilde", "ignore"; "" when unplaced
+	Slot     string `json:"slot,omitempty"`   // the EXTRA<n> slot of a custom field
+	Datatype string `json:"datatype,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// Compile checks a spec against a source's header and the service's custom fields, and
+// returns the Mapper. An invalid mapping is a *SpecError that lists every problem, each naming
+// its key: an unknown target, a column the source lacks, a custom field label the service
+// does not have (without create_missing), a datatype that differs from the service's, two
+// columns for one field, a constant that fails its field's checks, no e-mail column.
+func Compile(spec Spec, header []string, fields Fields) (*Mapper, error) {
+	return compile(spec, header, fields, civilOf(time.Now()))
+}
+
+func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, error) {
+	var e SpecError
+	m := &Mapper{
+		header:     slices.Clone(header),
+		birthday:   birthdayRule(today),
+		custDate:   customDateRule(today),
+		duplicates: cmp.Or(spec.Duplicates, DuplicatesLast),
+		spec:       spec,
+	}
+	country := cmp.Or(spec.DefaultCountry, DefaultCountry)
+	cc, ok := parseCountry(country)
+	if !ok {
+		e.add("default_country", "%q is not a country calling code (such as \"+47\")", country)
+	}
+	m.country = cc
+	if !slices.Contains([]string{DuplicatesLast, DuplicatesFirst, DuplicatesReject}, m.duplicates) {
+		e.add("duplicates", "want \"last\", \"first\" or \"reject\", got %q", m.duplicates)
+	}
+
+	// Where each header column goes.
+	m.plan = make([]PlanEntry, len(header))
+	for i, h := range header {
+		m.plan[i] = PlanEntry{Column: h}
+	}
+	targets := map[string]string{} // target → key that claimed it
+	failed := map[string]bool{}    // targets of columns with a problem
+	mappedBy := map[int]string{}   // header index → key that mapped it
+	claim := func(target, key string) {
+		if target == TargetTags || target == TargetIgnore {
+			return
+		}
+		if prev, ok := targets[target]; ok {
+			e.add(key, "%s is already mapped by %s", target, prev)
+			return
+		}
+		targets[target] = key
+	}
+	for _, col := range sortedKeys(spec.Columns) {
+		c := spec.Columns[col]
+		key := keyPath("columns", col)
+		t, err := parseTarget(targetString(c))
+		if err != nil {
+			e.add(key, "%v", err)
+			continue
+		}
+		c.To, c.Custom = t.To, t.Custom
+		idx, msg := findColumn(header, col)
+		if msg != "" {
+			e.add(key, "%s", msg)
+			failed[c.To] = true
+			continue
+		}
+		p := &m.plan[idx]
+		if prev, ok := mappedBy[idx]; ok {
+			e.add(key, "column %q is already mapped by %s", header[idx], prev)
+			continue
+		}
+		mappedBy[idx] = key
+		p.Target = targetString(c)
+		if c.To == TargetIgnore {
+			continue
+		}
+		claim(p.Target, key)
+		o, msg := m.columnOp(c, fields, spec.CreateMissing, p)
+		if msg != "" {
+			e.add(key, "%s", msg)
+			continue
+		}
+		o.col, o.column = idx, header[idx]
+		m.ops = append(m.ops, o)
+	}
+	for _, col := range spec.Ignore {
+		if idx, msg := findColumn(header, col); msg == "" && m.plan[idx].Target == "" {
+			m.plan[idx].Target = TargetIgnore
+		}
+	}
+	for _, p := range m.plan {
+		if p.Target == "" {
+			m.unplaced = append(m.unplaced, p.Column)
+		}
+	}
+	for i := range m.plan {
+		switch m.plan[i].Target {
+		case "":
+			m.plan[i].Note = "not mapped: not sent"
+		case TargetIgnore:
+			m.plan[i].Note = "ignored"
+		}
+	}
+	if _, ok := targets[sink.FieldEmail]; !ok && !failed[sink.FieldEmail] {
+		e.add("columns", "no column is mapped to email (map one, e.g. \"E-post\" = \"email\")")
+	}
+	// The e-mail first, so a row without one is reported as such; then source order.
+	slices.SortStableFunc(m.ops, func(a, b op) int {
+		if (a.kind == kEmail) != (b.kind == kEmail) {
+			if a.kind == kEmail {
+				return -1
+			}
+			return 1
+		}
+		return a.col - b.col
+	})
+	for _, o := range m.ops {
+		switch o.kind {
+		case kConsent:
+			m.hasConsent = true
+			m.hasFields = true
+		case kCustomText, kCustomNumber, kCustomDate, kCustomChoice, kCustomMulti:
+			m.hasFields = true
+		case kTags:
+			m.hasTagCols = true
+		}
+	}
+
+	m.compileConstants(&e, spec, fields, claim)
+	for i, t := range spec.Tags {
+		v, ok := clean(t)
+		switch {
+		case !ok || v == "":
+			e.add(fmt.Sprintf("tags[%d]", i), "a tag cannot be empty")
+		case utf8.RuneCountInString(v) > MaxTag:
+			e.add(fmt.Sprintf("tags[%d]", i), "a tag has at most %d characters", MaxTag)
+		case !slices.Contains(m.baseTags, v):
+			m.baseTags = append(m.baseTags, v)
+		}
+	}
+	m.baseTags = slices.Clip(m.baseTags)
+	if err := e.orNil(); err != nil {
+		return nil, err
+	}
+	m.fingerprint = m.computeFingerprint()
+	return m, nil
+}
+
+// findColumn finds a mapping's column in the header: the exact name, or the one name equal
+// to it ignoring case.
+func findColumn(header []string, col string) (int, string) {
+	found := -1
+	for i, h := range header {
+		if h == col {
+			if found >= 0 {
+				return 0, fmt.Sprintf("the source has two columns named %q", col)
+			}
+			found = i
+		}
+	}
+	if found >= 0 {
+		return found, ""
+	}
+	for i, h := range header {
+		if strings.EqualFold(strings.TrimSpace(h), col) {
+			if found >= 0 {
+				return 0, fmt.Sprintf("column %q matches both %q and %q; name it exactly", col, header[found], h)
+			}
+			found = i
+		}
+	}
+	if found >= 0 {
+		return found, ""
+	}
+	list := make([]string, 0, len(header))
+	for _, h := range header {
+		list = append(list, strconv.Quote(h))
+	}
+	if len(list) > 12 {
+		list = append(list[:12], "…")
+	}
+	return 0, fmt.Sprintf("the source has no column %q (it has %s)", col, strings.Join(list, ", "))
+}
+
+// columnOp builds the op of one mapped column (without its position).
+func (m *Mapper) columnOp(c Column, fields Fields, createMissing bool, p *PlanEntry) (op, string) {
+	switch c.To {
+	case sink.FieldEmail:
+		return op{kind: kEmail, name: c.To, what: "the e-mail address"}, ""
+	case sink.FieldFirstname, sink.FieldLastname:
+		return op{kind: kText, name: c.To, limit: MaxName, what: "the " + c.To}, ""
+	case sink.FieldAddress:
+		return op{kind: kText, name: c.To, limit: MaxAddress, what: "the address"}, ""
+	case sink.FieldZip:
+		return op{kind: kText, name: c.To, limit: MaxZip, what: "the zip code"}, ""
+	case sink.FieldCity:
+		return op{kind: kText, name: c.To, limit: MaxCity, what: "the city"}, ""
+	case sink.FieldCompany:
+		return op{kind: kText, name: c.To, limit: MaxCompany, what: "the company"}, ""
+	case sink.FieldPhone:
+		return op{kind: kPhone, name: c.To, what: "the phone number"}, ""
+	case sink.FieldBirthday:
+		return op{kind: kBirthday, name: c.To, what: "the birthday"}, ""
+	case sink.FieldGender:
+		return op{kind: kGender, name: c.To, what: "the gender"}, ""
+	case TargetStatus:
+		return op{kind: kStatus, what: "the status"}, ""
+	case TargetStatusMobile:
+		return op{kind: kStatusMobile, what: "the SMS status"}, ""
+	case TargetTags:
+		return op{kind: kTags, sep: cmp.Or(c.Separator, DefaultSeparator), limit: MaxTag, what: "a tag"}, ""
+	case TargetCustom:
+		return m.customOp(c, fields, createMissing, p)
+	}
+	if slices.Contains(sink.ConsentFields, c.To) {
+		return op{kind: kConsent, name: c.To, what: "the consent " + c.To}, ""
+	}
+	return op{}, fmt.Sprintf("unknown target %q", c.To)
+}
+
+func (m *Mapper) customOp(c Column, fields Fields, createMissing bool, p *PlanEntry) (op, string) {
+	if c.Datatype != "" && !slices.Contains(datatypes, c.Datatype) {
+		return op{}, fmt.Sprintf("unknown datatype %q (want one of %s)", c.Datatype, strings.Join(datatypes, ", "))
+	}
+	f, ok, err := fields.lookup(c.Custom)
+	switch {
+	case err != nil:
+		return op{}, err.Error()
+	case !ok && createMissing:
+		return op{}, fmt.Sprintf("custom field %q does not exist and was not created (resolve the mapping's fields first)", c.Custom)
+	case !ok:
+		return op{}, fmt.Sprintf("the service has no custom field %q (create it, or set create_missing = true)", c.Custom)
+	case c.Datatype != "" && f.Datatype != "" && c.Datatype != f.Datatype:
+		return op{}, fmt.Sprintf("custom field %q is %s in the service, not %s", c.Custom, f.Datatype, c.Datatype)
+	case f.Value == "":
+		return op{}, fmt.Sprintf("custom field %q has no slot (EXTRA<n>) in the service", c.Custom)
+	}
+	datatype := cmp.Or(f.Datatype, c.Datatype, sink.DatatypeString)
+	choices := f.Choices
+	if len(choices) == 0 {
+		choices = c.Choices
+	}
+	p.Slot, p.Datatype = f.Value, datatype
+	if strings.HasPrefix(f.Value, PlannedSlot) {
+		p.Slot, p.Note = "", "would be created"
+	}
+	o := op{name: f.Value, label: f.Label, choices: choices, what: "the value of " + strconv.Quote(f.Label)}
+	switch datatype {
+	case sink.DatatypeNumber:
+		o.kind = kCustomNumber
+	case sink.DatatypeDate:
+		o.kind = kCustomDate
+	case sink.DatatypeSingleChoice, sink.DatatypeDropdown:
+		o.kind = kCustomChoice
+		o.limit = MaxCustomText
+	case sink.DatatypeMultipleChoice:
+		o.kind = kCustomMulti
+		o.limit = MaxCustomText
+		o.sep = cmp.Or(c.Separator, DefaultSeparator)
+	default:
+		o.kind = kCustomText
+		o.limit = MaxCustomText
+	}
+	return o, ""
+}
+
+// compileConstants checks each constant with the rules of its target and stores the result in
+// the base payload every row starts from.
+func (m *Mapper) compileConstants(e *SpecError, spec Spec, fields Fields, claim func(target, key string)) {
+	for _, target := range sortedKeys(spec.Constants) {
+		key := keyPath("constants", target)
+		c, err := parseTarget(target)
+		if err != nil {
+			e.add(key, "%v", err)
+			continue
+		}
+		switch c.To {
+		case sink.FieldEmail, TargetTags, TargetIgnore:
+			e.add(key, "%s cannot be a constant", c.To)
+			continue
+		}
+		claim(targetString(c), key)
+		value := spec.Constants[target]
+		if (c.To == TargetStatus || c.To == TargetStatusMobile) && strings.EqualFold(strings.TrimSpace(value), sink.StatusReactivate) {
+			// A person wrote it in the mapping: that is asking for it explicitly.
+			if c.To == TargetStatus {
+				m.status = sink.StatusReactivate
+			} else {
+				m.statusMob = sink.StatusReactivate
+			}
+			continue
+		}
+		var p PlanEntry
+		o, msg := m.columnOp(c, fields, spec.CreateMissing, &p)
+		if msg != "" {
+			e.add(key, "%s", msg)
+			continue
+		}
+		var row Row
+		if rej := m.apply(&row, &o, sources.Record{}, value); rej != nil {
+			e.add(key, "%s", rej.Message)
+			continue
+		}
+		switch o.kind {
+		case kStatus:
+			m.status = row.Status
+		case kStatusMobile:
+			m.statusMob = row.StatusMobile
+		case kConsent, kCustomText, kCustomNumber, kCustomDate, kCustomChoice, kCustomMulti:
+			if v := row.Sub.Fields[o.name]; v != "" {
+				if m.baseFields == nil {
+					m.baseFields = map[string]string{}
+				}
+				m.baseFields[o.name] = v
+				m.hasFields = true
+				if o.kind == kConsent {
+					m.hasConsent = true
+				}
+			}
+		default:
+			setField(&m.base, o.name, fieldOf(&row.Sub, o.name))
+		}
+	}
+}
+
+// Header returns the source header the Mapper was compiled for.
+func (m *Mapper) Header() []string { return slices.Clone(m.header) }
+
+// Plan says, for every source column in order, where it goes.
+func (m *Mapper) Plan() []PlanEntry { return slices.Clone(m.plan) }
+
+// Unplaced returns the source columns that are neither mapped nor ignored: their values are
+// not sent. Callers report them (a column is never dropped silently).
+func (m *Mapper) Unplaced() []string { return slices.Clone(m.unplaced) }
+
+// Duplicates returns the mapping's duplicate policy (DuplicatesLast when not given).
+func (m *Mapper) Duplicates() string { return m.duplicates }
+
+// Spec returns the spec the Mapper was compiled from.
+func (m *Mapper) Spec() Spec { return m.spec }
+
+// Fingerprint is a hash of the compiled mapping: what goes where, with which rules, the custom
+// field slots and datatypes, the constants and the default country. It changes whenever a
+// payload built by the mapping could change, so delta sync fingerprints made under another
+// mapping are not trusted. It does not depend on column positions or on the duplicate policy.
+func (m *Mapper) Fingerprint() string { return m.fingerprint }
+
+func (m *Mapper) computeFingerprint() string {
+	h := sha256.New()
+	w := func(parts ...string) {
+		for _, p := range parts {
+			h.Write([]byte(strconv.Quote(p)))
+			h.Write([]byte{' '})
+		}
+		h.Write([]byte{'\n'})
+	}
+	w(rulesVersion, "country", m.country)
+	ops := slices.Clone(m.ops)
+	slices.SortFunc(ops, func(a, b op) int { return strings.Compare(a.column, b.column) })
+	for _, o := range ops {
+		w("column", o.column, strconv.Itoa(int(o.kind)), o.name, o.sep, strconv.Itoa(o.limit))
+		w(append([]string{"choices"}, o.choices...)...)
+	}
+	w("status", m.status, m.statusMob)
+	for _, k := range sortedKeys(m.baseFields) {
+		w("const", k, m.baseFields[k])
+	}
+	s := m.base
+	w("base", s.Firstname, s.Lastname, s.Address, s.Zip, s.City, s.Phone, s.Company, s.Birthday, s.Gender)
+	w(append([]string{"tags"}, m.baseTags...)...)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Map turns one record into a payload, or into a reject naming the first problem found (the
+// e-mail address is checked first). Map never modifies rec.
+func (m *Mapper) Map(rec sources.Record) (Row, *Reject) {
+	row := Row{Ordinal: rec.Ordinal, Line: rec.Line, Sheet: rec.Sheet, Sub: m.base, Status: m.status, StatusMobile: m.statusMob}
+	if len(m.baseTags) > 0 {
+		row.Sub.Tags = m.baseTags
+	}
+	if len(m.baseFields) > 0 {
+		row.Sub.Fields = make(map[string]string, len(m.baseFields)+len(m.ops))
+		for k, v := range m.baseFields {
+			row.Sub.Fields[k] = v
+		}
+	}
+	for i := range m.ops {
+		o := &m.ops[i]
+		raw := ""
+		if o.col < len(rec.Values) {
+			raw = rec.Values[o.col]
+		}
+		if rej := m.apply(&row, o, rec, raw); rej != nil {
+			return Row{}, rej
+		}
+	}
+	if m.hasConsent {
+		f := row.Sub.Fields
+		if consentNo(f, sink.ConsentEmail) && row.Status != sink.StatusBounce {
+			row.Status = sink.StatusUnsubscribed
+		}
+		if consentNo(f, sink.ConsentSMS) && row.StatusMobile != sink.StatusBounce {
+			row.StatusMobile = sink.StatusUnsubscribed
+		}
+	}
+	return row, nil
+}
+
+// consentNo reports whether the consent says no: the specific field, or else the combined
+// SAMTYKKEEPOSTOGSMS.
+func consentNo(f map[string]string, specific string) bool {
+	if v := f[specific]; v != "" {
+		return v == ConsentNo
+	}
+	return f[sink.ConsentEmailAndSMS] == ConsentNo
+}
+
+// RejectRow turns a row the source could not read into a reject, naming the column from the
+// header when the error knows it.
+func (m *Mapper) RejectRow(rec sources.Record, err *sources.RowError) Reject {
+	r := RejectFromRowError(rec, err)
+	if err.Column > 0 && err.Column <= len(m.header) {
+		r.Column = m.header[err.Column-1]
+	}
+	return r
+}
+
+// apply maps one value (a cell, or a constant) into row.
+func (m *Mapper) apply(row *Row, o *op, rec sources.Record, raw string) *Reject {
+	v, ok := clean(raw)
+	if !ok {
+		return m.reject(rec, o, raw, CodeInvalidEncoding, o.what+" is not valid UTF-8: the file's character encoding is probably not what subsync read it as")
+	}
+	if v == "" {
+		if o.kind == kEmail {
+			return m.reject(rec, o, raw, CodeMissingEmail, "the row has no e-mail address")
+		}
+		return nil
+	}
+	switch o.kind {
+	case kEmail:
+		email, msg := normEmail(v)
+		if msg != "" {
+			return m.reject(rec, o, raw, CodeInvalidEmail, "the e-mail address "+msg)
+		}
+		row.Sub.Email = email
+	case kText:
+		if len(v) > o.limit {
+			if n := utf8.RuneCountInString(v); n > o.limit {
+				return m.tooLong(rec, o, raw, n)
+			}
+		}
+		setField(&row.Sub, o.name, v)
+	case kPhone:
+		p, msg := normPhone(v, m.country)
+		if msg != "" {
+			return m.reject(rec, o, raw, CodeInvalidPhone, "the phone number "+msg)
+		}
+		row.Sub.Phone = p
+	case kBirthday:
+		d, msg := normDate(v, m.birthday)
+		if msg != "" {
+			return m.reject(rec, o, raw, CodeInvalidDate, "the birthday "+msg)
+		}
+		row.Sub.Birthday = d
+	case kGender:
+		g, msg := normGender(v)
+		if msg != "" {
+			return m.reject(rec, o, raw, CodeInvalidGender, "the gender "+msg)
+		}
+		row.Sub.Gender = g
+	case kConsent:
+		c, msg := normYesNo(v)
+		if msg != "" {
+			return m.reject(rec, o, raw, CodeInvalidConsent, o.what+" "+msg)
+		}
+		putField(row, o.name, c)
+	case kStatus, kStatusMobile:
+		s, msg := normStatus(v)
+		if msg != "" {
+			return m.reject(rec, o, raw, CodeInvalidStatus, o.what+" "+msg)
+		}
+		if s == "" {
+			return nil
+		}
+		if o.kind == kStatus {
+			row.Status = s
+		} else {
+			row.StatusMobile = s
+		}
+	case kTags:
+		return m.applyTags(row, o, rec, raw, v)
+	case kCustomText:
+		if len(v) > o.limit {
+			if n := utf8.RuneCountInString(v); n > o.limit {
+				return m.tooLong(rec, o, raw, n)
+			}
+		}
+		putField(row, o.name, v)
+	case kCustomNumber:
+		n, msg := normNumber(v)
+		if msg != "" {
+			return m.reject(rec, o, raw, CodeInvalidNumber, o.what+" "+msg)
+		}
+		putField(row, o.name, n)
+	case kCustomDate:
+		d, msg := normDate(v, m.custDate)
+		if msg != "" {
+			return m.reject(rec, o, raw, CodeInvalidDate, o.what+" "+msg)
+		}
+		putField(row, o.name, d)
+	case kCustomChoice:
+		if len(o.choices) == 0 {
+			if n := utf8.RuneCountInString(v); n > o.limit {
+				return m.tooLong(rec, o, raw, n)
+			}
+			putField(row, o.name, v)
+			return nil
+		}
+		c, ok := matchChoice(v, o.choices)
+		if !ok {
+			return m.reject(rec, o, raw, CodeInvalidChoice, o.what+" is not one of its choices ("+choiceList(o.choices)+")")
+		}
+		putField(row, o.name, c)
+	case kCustomMulti:
+		var picked []string
+		for part := range strings.SplitSeq(v, o.sep) {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			c := part
+			if len(o.choices) > 0 {
+				var ok bool
+				if c, ok = matchChoice(part, o.choices); !ok {
+					return m.reject(rec, o, raw, CodeInvalidChoice, o.what+" has "+strconv.Quote(part)+", not one of its choices ("+choiceList(o.choices)+")")
+				}
+			} else if n := utf8.RuneCountInString(c); n > o.limit {
+				return m.tooLong(rec, o, part, n)
+			}
+			if !slices.Contains(picked, c) {
+				picked = append(picked, c)
+			}
+		}
+		if len(picked) > 0 {
+			putField(row, o.name, strings.Join(picked, ","))
+		}
+	}
+	return nil
+}
+
+func (m *Mapper) applyTags(row *Row, o *op, rec sources.Record, raw, v string) *Reject {
+	var tags []string
+	if len(row.Sub.Tags) > 0 {
+		tags = make([]string, len(row.Sub.Tags), len(row.Sub.Tags)+4)
+		copy(tags, row.Sub.Tags)
+	}
+	for part := range strings.SplitSeq(v, o.sep) {
+		part = strings.TrimSpace(part)
+		// Mailchimp quotes each tag: "Customer","VIP".
+		if len(part) >= 2 && part[0] == '"' && part[len(part)-1] == '"' {
+			part = strings.TrimSpace(part[1 : len(part)-1])
+		}
+		if part == "" {
+			continue
+		}
+		if n := utf8.RuneCountInString(part); n > MaxTag {
+			return m.tooLong(rec, o, part, n)
+		}
+		if !slices.Contains(tags, part) {
+			tags = append(tags, part)
+		}
+	}
+	if len(tags) > 0 {
+		row.Sub.Tags = tags
+	}
+	return nil
+}
+
+func choiceList(choices []string) string {
+	const show = 8
+	q := make([]string, 0, min(len(choices), show)+1)
+	for i, c := range choices {
+		if i == show {
+			q = append(q, "…")
+			break
+		}
+		q = append(q, strconv.Quote(c))
+	}
+	return strings.Join(q, ", ")
+}
+
+func (m *Mapper) tooLong(rec sources.Record, o *op, raw string, n int) *Reject {
+	return m.reject(rec, o, raw, CodeTooLong, fmt.Sprintf("%s has %d characters, more than the %d allowed", o.what, n, o.limit))
+}
+
+func (m *Mapper) reject(rec sources.Record, o *op, raw, code, msg string) *Reject {
+	return &Reject{
+		Ordinal: rec.Ordinal,
+		Line:    rec.Line,
+		Sheet:   rec.Sheet,
+		Column:  o.column,
+		Value:   shorten(raw, maxRejectValue),
+		Code:    code,
+		Message: msg,
+	}
+}
+
+func putField(row *Row, name, v string) {
+	if row.Sub.Fields == nil {
+		row.Sub.Fields = map[string]string{}
+	}
+	row.Sub.Fields[name] = v
+}
+
+func setField(s *sink.Subscriber, name, v string) {
+	switch name {
+	case sink.FieldEmail:
+		s.Email = v
+	case sink.FieldFirstname:
+		s.Firstname = v
+	case sink.FieldLastname:
+		s.Lastname = v
+	case sink.FieldAddress:
+		s.Address = v
+	case sink.FieldZip:
+		s.Zip = v
+	case sink.FieldCity:
+		s.City = v
+	case sink.FieldPhone:
+		s.Phone = v
+	case sink.FieldCompany:
+		s.Company = v
+	case sink.FieldBirthday:
+		s.Birthday = v
+	case sink.FieldGender:
+		s.Gender = v
+	}
+}
+
+func fieldOf(s *sink.Subscriber, name string) string {
+	switch name {
+	case sink.FieldEmail:
+		return s.Email
+	case sink.FieldFirstname:
+		return s.Firstname
+	case sink.FieldLastname:
+		return s.Lastname
+	case sink.FieldAddress:
+		return s.Address
+	case sink.FieldZip:
+		return s.Zip
+	case sink.FieldCity:
+		return s.City
+	case sink.FieldPhone:
+		return s.Phone
+	case sink.FieldCompany:
+		return s.Company
+	case sink.FieldBirthday:
+		return s.Birthday
+	case sink.FieldGender:
+		return s.Gender
+	}
+	return ""
+}

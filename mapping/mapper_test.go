@@ -1,0 +1,356 @@
+package mapping
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/sources"
+)
+
+// testToday is the date the tests compile mappings on, so birthday checks are stable.
+var testToday = civil{2025, 6, 15}
+
+func testFields() Fields {
+	return NewFields([]sink.CustomField{
+		{ID: 1, Label: "Medlemsnummer", Value: "EXTRA1", Datatype: sink.DatatypeNumber},
+		{ID: 2, Label: "Interesser", Value: "EXTRA3", Datatype: sink.DatatypeMultipleChoice, Choices: []string{"Ski", "Fotball", "Håndball"}},
+		{ID: 3, Label: "Medlemstype", Value: "EXTRA4", Datatype: sink.DatatypeSingleChoice, Choices: []string{"Gull", "Sølv", "Bronse"}},
+		{ID: 4, Label: "Innmeldt", Value: "EXTRA5", Datatype: sink.DatatypeDate},
+		{ID: 5, Label: "Kilde", Value: "EXTRA6", Datatype: sink.DatatypeString},
+		{ID: 6, Label: "Region", Value: "EXTRA7", Datatype: sink.DatatypeDropdown},
+	})
+}
+
+const fullSpec = `
+default_country = "+47"
+tags = ["import"]
+
+[columns]
+"E-post"        = "email"
+"Fornavn"       = "firstname"
+"Etternavn"     = "lastname"
+"Adresse"       = "address"
+"Postnr"        = "zip"
+"Sted"          = "city"
+"Mobil"         = "phone"
+"Firma"         = "company"
+"Født"          = "birthday"
+"Kjønn"         = "gender"
+"Nyhetsbrev"    = "SAMTYKKEEPOST"
+"SMS"           = "SAMTYKKESMS"
+"Status"        = "status"
+"Grupper"       = { to = "tags", separator = ";" }
+"Medlemsnummer" = "custom:Medlemsnummer"
+"Interesser"    = { custom = "Interesser", separator = "|" }
+"Medlemstype"   = "custom:Medlemstype"
+"Innmeldt"      = "custom:Innmeldt"
+"Kilde"         = "custom:kilde"
+"Region"        = "custom:Region"
+"Notat"         = "ignore"
+
+[constants]
+PERSONVERNERKLRING = "ja"
+`
+
+var fullHeader = []string{"E-post", "Fornavn", "Etternavn", "Adresse", "Postnr", "Sted", "Mobil", "Firma", "Født", "Kjønn",
+	"Nyhetsbrev", "SMS", "Status", "Grupper", "Medlemsnummer", "Interesser", "Medlemstype", "Innmeldt", "Kilde", "Region", "Notat", "Ekstra"}
+
+func mustCompile(t testing.TB, specTOML string, header []string, fields Fields) *Mapper {
+	t.Helper()
+	spec, err := ParseSpec([]byte(specTOML))
+	require.NoError(t, err)
+	m, err := compile(spec, header, fields, testToday)
+	require.NoError(t, err)
+	return m
+}
+
+// fullRecord returns a valid record of fullHeader with the given cells changed.
+func fullRecord(change map[string]string) sources.Record {
+	base := map[string]string{
+		"E-post": " Kari.Nordmann@Example.NO ", "Fornavn": "Kari", "Etternavn": "Nordmann", "Adresse": "Storgata  1",
+		"Postnr": "0155", "Sted": "Oslo", "Mobil": "912 34 567", "Firma": "Acme AS", "Født": "17.05.1985",
+		"Kjønn": "K", "Nyhetsbrev": "ja", "SMS": "nei", "Status": "", "Grupper": "VIP; Kunde",
+		"Medlemsnummer": "1 234", "Interesser": "ski|fotball", "Medlemstype": "gull", "Innmeldt": "2020-01-31",
+		"Kilde": "Messe", "Region": "Øst", "Notat": "whatever", "Ekstra": "x",
+	}
+	for k, v := range change {
+		base[k] = v
+	}
+	values := make([]string, len(fullHeader))
+	for i, h := range fullHeader {
+		values[i] = base[h]
+	}
+	return sources.Record{Ordinal: 7, Line: 8, Values: values}
+}
+
+func TestMapFullRow(t *testing.T) {
+	t.Parallel()
+	m := mustCompile(t, fullSpec, fullHeader, testFields())
+	row, rej := m.Map(fullRecord(nil))
+	require.Nil(t, rej)
+	want := Row{
+		Ordinal: 7, Line: 8,
+		Sub: sink.Subscriber{
+			Email: "kari.nordmann@example.no", Firstname: "Kari", Lastname: "Nordmann", Address: "Storgata 1",
+			Zip: "0155", City: "Oslo", Phone: "+4791234567", Company: "Acme AS", Birthday: "1985-05-17", Gender: GenderFemale,
+			Fields: map[string]string{
+				sink.ConsentEmail: ConsentYes, sink.ConsentSMS: ConsentNo, sink.ConsentPrivacyTerms: ConsentYes,
+				"EXTRA1": "1234", "EXTRA3": "Ski,Fotball", "EXTRA4": "Gull", "EXTRA5": "2020-01-31", "EXTRA6": "Messe", "EXTRA7": "Øst",
+			},
+			Tags: []string{"import", "VIP", "Kunde"},
+		},
+		StatusMobile: sink.StatusUnsubscribed, // SAMTYKKESMS = nei
+	}
+	require.Equal(t, want, row)
+	require.Equal(t, []string{"Ekstra"}, m.Unplaced())
+}
+
+func TestMapConsentAndStatus(t *testing.T) {
+	t.Parallel()
+	m := mustCompile(t, `
+[columns]
+Email = "email"
+Status = "status"
+Epost = "SAMTYKKEEPOST"
+Sms = "SAMTYKKESMS"
+Begge = "SAMTYKKEEPOSTOGSMS"
+`, []string{"Email", "Status", "Epost", "Sms", "Begge"}, Fields{})
+	cases := []struct {
+		name                      string
+		status, epost, sms, begge string
+		want, wantMobile          string
+	}{
+		{"nothing given sends no status", "", "", "", "", "", ""},
+		{"yes never sets a status", "", "ja", "yes", "1", "", ""},
+		{"e-mail no unsubscribes e-mail only", "", "nei", "", "", sink.StatusUnsubscribed, ""},
+		{"sms no unsubscribes sms only", "", "", "0", "", "", sink.StatusUnsubscribed},
+		{"combined no counts for both", "", "", "", "false", sink.StatusUnsubscribed, sink.StatusUnsubscribed},
+		{"specific yes wins over combined no", "", "ja", "", "nei", "", sink.StatusUnsubscribed},
+		{"no overrides a status of active", "aktiv", "nei", "", "", sink.StatusUnsubscribed, ""},
+		{"no leaves bounce", "bounce", "nei", "", "", sink.StatusBounce, ""},
+		{"status column", "avmeldt", "ja", "", "", sink.StatusUnsubscribed, ""},
+		{"status active with consent yes", "active", "ja", "", "", sink.StatusActive, ""},
+	}
+	for _, tc := range cases {
+		row, rej := m.Map(sources.Record{Line: 2, Values: []string{"a@b.no", tc.status, tc.epost, tc.sms, tc.begge}})
+		require.Nil(t, rej, tc.name)
+		require.Equal(t, tc.want, row.Status, "%s: Status", tc.name)
+		require.Equal(t, tc.wantMobile, row.StatusMobile, "%s: StatusMobile", tc.name)
+	}
+}
+
+func TestMapConstants(t *testing.T) {
+	t.Parallel()
+	m := mustCompile(t, `
+tags = ["nyhetsbrev", "2025"]
+[columns]
+Email = "email"
+[constants]
+company = "  Acme   AS "
+status = "reactivate"
+SAMTYKKEEPOST = true
+"custom:Medlemstype" = "sølv"
+"custom:Medlemsnummer" = 12
+`, []string{"Email"}, testFields())
+	row, rej := m.Map(sources.Record{Values: []string{"a@b.no"}})
+	require.Nil(t, rej)
+	require.Equal(t, "Acme AS", row.Sub.Company)
+	require.Equal(t, sink.StatusReactivate, row.Status, "a constant may ask for reactivate")
+	require.Equal(t, map[string]string{sink.ConsentEmail: ConsentYes, "EXTRA4": "Sølv", "EXTRA1": "12"}, row.Sub.Fields)
+	require.Equal(t, []string{"nyhetsbrev", "2025"}, row.Sub.Tags)
+	// Rows do not share a Fields map.
+	row2, _ := m.Map(sources.Record{Values: []string{"c@d.no"}})
+	row2.Sub.Fields["EXTRA9"] = "x"
+	require.NotContains(t, row.Sub.Fields, "EXTRA9")
+}
+
+func TestMapRejects(t *testing.T) {
+	t.Parallel()
+	m := mustCompile(t, fullSpec, fullHeader, testFields())
+	long := strings.Repeat("å", 101)
+	cases := []struct {
+		name    string
+		change  map[string]string
+		code    string
+		column  string
+		value   string
+		message string
+	}{
+		{"empty e-mail", map[string]string{"E-post": "  "}, CodeMissingEmail, "E-post", "  ", "the row has no e-mail address"},
+		{"e-mail checked first", map[string]string{"E-post": "", "Mobil": "abc"}, CodeMissingEmail, "E-post", "", "no e-mail address"},
+		{"bad e-mail", map[string]string{"E-post": "kari@nordmann"}, CodeInvalidEmail, "E-post", "kari@nordmann", "the e-mail address has no dot in the domain \"nordmann\""},
+		{"bad phone", map[string]string{"Mobil": "12345"}, CodeInvalidPhone, "Mobil", "12345", "the phone number has 5 digits after +47, want 8"},
+		{"bad birthday", map[string]string{"Født": "31.02.1985"}, CodeInvalidDate, "Født", "31.02.1985", "the birthday is not a day of the calendar"},
+		{"future birthday", map[string]string{"Født": "2030-01-01"}, CodeInvalidDate, "Født", "2030-01-01", "the birthday is in the future"},
+		{"bad custom date", map[string]string{"Innmeldt": "i fjor"}, CodeInvalidDate, "Innmeldt", "i fjor", "the value of \"Innmeldt\" is not a date"},
+		{"long first name", map[string]string{"Fornavn": long}, CodeTooLong, "Fornavn", strings.Repeat("å", 63) + "…", "the firstname has 101 characters, more than the 100 allowed"},
+		{"long zip", map[string]string{"Postnr": strings.Repeat("1", 21)}, CodeTooLong, "Postnr", strings.Repeat("1", 21), "the zip code has 21 characters, more than the 20 allowed"},
+		{"long custom text", map[string]string{"Kilde": strings.Repeat("k", 256)}, CodeTooLong, "Kilde", strings.Repeat("k", 63) + "…", "the value of \"Kilde\" has 256 characters, more than the 255 allowed"},
+		{"long tag", map[string]string{"Grupper": "a;" + strings.Repeat("t", 101)}, CodeTooLong, "Grupper", strings.Repeat("t", 63) + "…", "a tag has 101 characters, more than the 100 allowed"},
+		{"single choice", map[string]string{"Medlemstype": "Platina"}, CodeInvalidChoice, "Medlemstype", "Platina", "the value of \"Medlemstype\" is not one of its choices (\"Gull\", \"Sølv\", \"Bronse\")"},
+		{"multiple choice", map[string]string{"Interesser": "Ski|Golf"}, CodeInvalidChoice, "Interesser", "Ski|Golf", "the value of \"Interesser\" has \"Golf\", not one of its choices"},
+		{"number", map[string]string{"Medlemsnummer": "12b"}, CodeInvalidNumber, "Medlemsnummer", "12b", "the value of \"Medlemsnummer\" is not a number"},
+		{"consent", map[string]string{"Nyhetsbrev": "kanskje"}, CodeInvalidConsent, "Nyhetsbrev", "kanskje", "the consent SAMTYKKEEPOST is neither yes nor no"},
+		{"gender", map[string]string{"Kjønn": "robot"}, CodeInvalidGender, "Kjønn", "robot", "the gender is not a gender"},
+		{"status", map[string]string{"Status": "pending"}, CodeInvalidStatus, "Status", "pending", "the status is \"pending\""},
+		{"encoding", map[string]string{"Sted": "Troms\xf8"}, CodeInvalidEncoding, "Sted", "Troms\uFFFD", "the city is not valid UTF-8"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			row, rej := m.Map(fullRecord(tc.change))
+			require.NotNil(t, rej, "no reject; mapped to %+v", row.Sub)
+			require.Equal(t, tc.code, rej.Code)
+			require.Equal(t, tc.column, rej.Column)
+			require.Equal(t, tc.value, rej.Value)
+			require.Contains(t, rej.Message, tc.message)
+			require.Equal(t, int64(7), rej.Ordinal)
+			require.Equal(t, 8, rej.Line)
+			require.Equal(t, Row{}, row)
+			require.Contains(t, rej.Error(), "line 8 column \""+tc.column+"\": "+tc.code)
+		})
+	}
+}
+
+func TestMapShortRecordReadsEmptyCells(t *testing.T) {
+	t.Parallel()
+	m := mustCompile(t, fullSpec, fullHeader, testFields())
+	row, rej := m.Map(sources.Record{Values: []string{"a@b.no"}})
+	require.Nil(t, rej)
+	require.Equal(t, "a@b.no", row.Sub.Email)
+	_, rej = m.Map(sources.Record{})
+	require.Equal(t, CodeMissingEmail, rej.Code)
+}
+
+func TestRejectFromRowError(t *testing.T) {
+	t.Parallel()
+	rec := sources.Record{Ordinal: 3, Line: 9, Sheet: "Ark1", Values: []string{"a@b.no", "Ola"}}
+	rej := RejectFromRowError(rec, &sources.RowError{Line: 9, Sheet: "Ark1", Column: 2, Message: "the cell cannot be decoded"})
+	require.Equal(t, Reject{Ordinal: 3, Line: 9, Sheet: "Ark1", Value: "Ola", Code: CodeRowUnreadable, Message: "the cell cannot be decoded (column 2)"}, rej)
+	require.Equal(t, `sheet "Ark1" row 9: row_unreadable: the cell cannot be decoded (column 2)`, rej.Error())
+
+	m := mustCompile(t, `columns = { Email = "email", Navn = "firstname" }`, []string{"Email", "Navn"}, Fields{})
+	rej = m.RejectRow(rec, &sources.RowError{Line: 9, Column: 2, Message: "bad quote"})
+	require.Equal(t, "Navn", rej.Column)
+	rej = RejectFromRowError(sources.Record{Ordinal: 4}, &sources.RowError{Line: 12})
+	require.Equal(t, 12, rej.Line)
+	require.Equal(t, "the row could not be read", rej.Message)
+}
+
+func TestCompileErrors(t *testing.T) {
+	t.Parallel()
+	header := []string{"E-post", "Navn", "Navn2", "Medlemsnr"}
+	cases := []struct {
+		name    string
+		spec    Spec
+		header  []string
+		wantErr []string
+	}{
+		{"column the file lacks", Spec{Columns: map[string]Column{"E-post": {To: "email"}, "Telefon": {To: "phone"}}}, header,
+			[]string{`columns.Telefon: the source has no column "Telefon" (it has "E-post", "Navn", "Navn2", "Medlemsnr")`}},
+		{"no e-mail column", Spec{Columns: map[string]Column{"Navn": {To: "firstname"}}}, header,
+			[]string{"columns: no column is mapped to email"}},
+		{"unknown target", Spec{Columns: map[string]Column{"E-post": {To: "email"}, "Navn": {To: "name"}}}, header,
+			[]string{`columns.Navn: unknown target "name"`}},
+		{"two columns for one field", Spec{Columns: map[string]Column{"E-post": {To: "email"}, "Navn": {To: "firstname"}, "Navn2": {To: "firstname"}}}, header,
+			[]string{"columns.Navn2: firstname is already mapped by columns.Navn"}},
+		{"unknown custom label", Spec{Columns: map[string]Column{"E-post": {To: "email"}, "Medlemsnr": {To: TargetCustom, Custom: "Medlemsnr"}}}, header,
+			[]string{`columns.Medlemsnr: the service has no custom field "Medlemsnr" (create it, or set create_missing = true)`}},
+		{"custom label not created", Spec{CreateMissing: true, Columns: map[string]Column{"E-post": {To: "email"}, "Medlemsnr": {To: TargetCustom, Custom: "Medlemsnr"}}}, header,
+			[]string{`custom field "Medlemsnr" does not exist and was not created`}},
+		{"datatype differs", Spec{Columns: map[string]Column{"E-post": {To: "email"}, "Medlemsnr": {To: TargetCustom, Custom: "Medlemsnummer", Datatype: sink.DatatypeString}}}, header,
+			[]string{`custom field "Medlemsnummer" is number in the service, not string`}},
+		{"bad constant", Spec{Columns: map[string]Column{"E-post": {To: "email"}}, Constants: map[string]string{"birthday": "soon", "phone": "123"}}, header,
+			[]string{"constants.birthday: the birthday is not a date", "constants.phone: the phone number has 3 digits after +47"}},
+		{"constant and column for one target", Spec{Columns: map[string]Column{"E-post": {To: "email"}, "Navn": {To: "firstname"}}, Constants: map[string]string{"firstname": "Ola"}}, header,
+			[]string{"constants.firstname: firstname is already mapped by columns.Navn"}},
+		{"email constant", Spec{Columns: map[string]Column{"E-post": {To: "email"}}, Constants: map[string]string{"email": "a@b.no"}}, header,
+			[]string{"constants.email: email cannot be a constant"}},
+		{"bad policy and country", Spec{Columns: map[string]Column{"E-post": {To: "email"}}, Duplicates: "newest", DefaultCountry: "Norway"}, header,
+			[]string{`default_country: "Norway" is not a country calling code`, `duplicates: want "last", "first" or "reject", got "newest"`}},
+		{"ambiguous header", Spec{Columns: map[string]Column{"email": {To: "email"}}}, []string{"Email", "EMAIL"},
+			[]string{`column "email" matches both "Email" and "EMAIL"`}},
+		{"two mappings of one column", Spec{Columns: map[string]Column{"E-post": {To: "email"}, "e-post": {To: "SAMTYKKEEPOST"}}}, header,
+			[]string{`columns.e-post: column "E-post" is already mapped by columns.E-post`}},
+		{"empty tag", Spec{Columns: map[string]Column{"E-post": {To: "email"}}, Tags: []string{" "}}, header,
+			[]string{"tags[0]: a tag cannot be empty"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m, err := compile(tc.spec, tc.header, testFields(), testToday)
+			require.Nil(t, m)
+			var se *SpecError
+			require.True(t, errors.As(err, &se), "got %T %v, want *SpecError", err, err)
+			require.Len(t, se.Problems, len(tc.wantErr), "problems: %v", err)
+			for _, want := range tc.wantErr {
+				require.Contains(t, err.Error(), want)
+			}
+		})
+	}
+}
+
+func TestCompileMatchesHeaderIgnoringCase(t *testing.T) {
+	t.Parallel()
+	m := mustCompile(t, `columns = { "e-post" = "email" }`, []string{"Navn", "E-POST"}, Fields{})
+	row, rej := m.Map(sources.Record{Values: []string{"Ola", "ola@example.no"}})
+	require.Nil(t, rej)
+	require.Equal(t, "ola@example.no", row.Sub.Email)
+	require.Equal(t, []PlanEntry{{Column: "Navn", Note: "not mapped: not sent"}, {Column: "E-POST", Target: "email"}}, m.Plan())
+}
+
+func TestFingerprint(t *testing.T) {
+	t.Parallel()
+	header := []string{"Email", "Navn", "Tlf"}
+	base := mustCompile(t, `columns = { Email = "email", Navn = "firstname" }`, header, Fields{})
+	again := mustCompile(t, `columns = { Navn = "firstname", Email = "email" }`, header, Fields{})
+	require.Equal(t, base.Fingerprint(), again.Fingerprint(), "same mapping, same fingerprint")
+	require.Len(t, base.Fingerprint(), 32)
+	moved := mustCompile(t, `columns = { Email = "email", Navn = "firstname" }`, []string{"Tlf", "Navn", "Email"}, Fields{})
+	require.Equal(t, base.Fingerprint(), moved.Fingerprint(), "column positions do not matter")
+	policy := mustCompile(t, `duplicates = "first"`+"\n"+`columns = { Email = "email", Navn = "firstname" }`, header, Fields{})
+	require.Equal(t, base.Fingerprint(), policy.Fingerprint(), "the duplicate policy does not change payloads")
+
+	changes := map[string]string{
+		"another target":  `columns = { Email = "email", Navn = "lastname" }`,
+		"another column":  `columns = { Email = "email", Navn = "firstname", Tlf = "phone" }`,
+		"a constant":      `columns = { Email = "email", Navn = "firstname" }` + "\n" + `constants = { city = "Oslo" }`,
+		"a tag":           `tags = ["x"]` + "\n" + `columns = { Email = "email", Navn = "firstname" }`,
+		"another country": `default_country = "+46"` + "\n" + `columns = { Email = "email", Navn = "firstname" }`,
+	}
+	seen := map[string]string{base.Fingerprint(): "base"}
+	for name, spec := range changes {
+		fp := mustCompile(t, spec, header, Fields{}).Fingerprint()
+		require.NotContains(t, seen, fp, "%s: fingerprint equals %s", name, seen[fp])
+		seen[fp] = name
+	}
+	// Another slot for the same label changes payloads too.
+	spec := `columns = { Email = "email", Navn = "custom:Kilde" }`
+	a := mustCompile(t, spec, header, NewFields([]sink.CustomField{{Label: "Kilde", Value: "EXTRA1", Datatype: "string"}}))
+	b := mustCompile(t, spec, header, NewFields([]sink.CustomField{{Label: "Kilde", Value: "EXTRA2", Datatype: "string"}}))
+	require.NotEqual(t, a.Fingerprint(), b.Fingerprint())
+}
+
+func TestMapperConcurrentUse(t *testing.T) {
+	t.Parallel()
+	m := mustCompile(t, fullSpec, fullHeader, testFields())
+	want, rej := m.Map(fullRecord(nil))
+	require.Nil(t, rej)
+	done := make(chan Row, 8)
+	for range 8 {
+		go func() {
+			var last Row
+			for range 200 {
+				last, _ = m.Map(fullRecord(nil))
+			}
+			done <- last
+		}()
+	}
+	for range 8 {
+		require.Equal(t, want, <-done)
+	}
+}

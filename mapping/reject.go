@@ -1,0 +1,72 @@
+package mapping
+
+import (
+	"strconv"
+
+	"github.com/subsync/subsync/sources"
+)
+
+// Reject codes. They are stable: run history, exported reject files and scripts rely on them.
+const (
+	CodeMissingEmail    = "missing_email"    // the e-mail column is empty
+	CodeInvalidEmail    = "invalid_email"    // the e-mail address fails the syntax check
+	CodeInvalidPhone    = "invalid_phone"    // the phone number cannot be made E.164
+	CodeInvalidDate     = "invalid_date"     // a birthday or date field is not a date, or out of range
+	CodeInvalidNumber   = "invalid_number"   // a number field holds no number
+	CodeInvalidChoice   = "invalid_choice"   // a choice field holds a value not among its choices
+	CodeInvalidConsent  = "invalid_consent"  // a consent field is neither yes nor no
+	CodeInvalidGender   = "invalid_gender"   // a gender subsync does not recognise
+	CodeInvalidStatus   = "invalid_status"   // a status other than active, unsubscribed or bounce
+	CodeInvalidEncoding = "invalid_encoding" // a value is not valid UTF-8 (the file's encoding is wrong)
+	CodeTooLong         = "too_long"         // a value longer than its field allows; never truncated
+	CodeDuplicateEmail  = "duplicate_email"  // a second row for an e-mail address (duplicates = "reject")
+	CodeRowUnreadable   = "row_unreadable"   // the source could not read the row (a *sources.RowError)
+)
+
+// maxRejectValue is how many characters of a rejected value a Reject keeps.
+const maxRejectValue = 64
+
+// Reject is a source row that is not sent, and why.
+type Reject struct {
+	Ordinal int64  `json:"ordinal"`
+	Line    int    `json:"line"`
+	Sheet   string `json:"sheet,omitempty"`
+	Column  string `json:"column,omitempty"` // the source column at fault; "" for the whole row
+	Value   string `json:"value,omitempty"`  // the value at fault, shortened to 64 characters
+	Code    string `json:"code"`             // one of the Code constants
+	Message string `json:"message"`          // for a person: what is wrong, in plain words
+}
+
+// Error describes the reject on one line, with its position.
+func (r *Reject) Error() string {
+	where := "line " + strconv.Itoa(r.Line)
+	if r.Sheet != "" {
+		where = "sheet " + quote(r.Sheet) + " row " + strconv.Itoa(r.Line)
+	}
+	if r.Column != "" {
+		where += " column " + quote(r.Column)
+	}
+	return where + ": " + r.Code + ": " + r.Message
+}
+
+// RejectFromRowError turns a row the source could not read into a reject (row_unreadable).
+// rec is the Record returned with the error (its Ordinal and Line are set).
+func RejectFromRowError(rec sources.Record, err *sources.RowError) Reject {
+	r := Reject{Ordinal: rec.Ordinal, Line: rec.Line, Sheet: rec.Sheet, Code: CodeRowUnreadable, Message: err.Message}
+	if r.Line == 0 {
+		r.Line = err.Line
+	}
+	if r.Sheet == "" {
+		r.Sheet = err.Sheet
+	}
+	if r.Message == "" {
+		r.Message = "the row could not be read"
+	}
+	if err.Column > 0 {
+		r.Message += " (column " + strconv.Itoa(err.Column) + ")"
+		if err.Column <= len(rec.Values) {
+			r.Value = shorten(rec.Values[err.Column-1], maxRejectValue)
+		}
+	}
+	return r
+}
