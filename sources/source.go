@@ -3,22 +3,38 @@
 // Every kind implements [Reader], whose contract is modelled on encoding/csv's Reader.Read:
 //
 //   - Header returns the column names, trimmed, in source order. It is valid from the moment
-//     the constructor returns without error: a source whose header cannot be read fails there.
+//     the constructor returns without error: a source whose header cannot be read fails there,
+//     with an error that says why. An empty header cell is named "column N" (its 1-based
+//     position); a name seen before (compared case-insensitively) gets a suffix: "Phone",
+//     "Phone (2)". Trailing empty header cells are dropped.
 //   - Next returns the next data row. At the end of the data it returns io.EOF, and keeps
 //     returning io.EOF on every later call.
+//   - Rows whose cells are all empty (a blank line, ";;;" from Excel, an empty worksheet row,
+//     a row of NULLs) are skipped: they are not data rows and get no Ordinal.
 //   - A row that cannot be read (a ragged row, an unterminated quote, a cell that cannot be
-//     decoded) is returned as a *RowError, with the Record's Line and Ordinal set. The error
-//     is not fatal: the caller records it and calls Next again, and the rest of the source flows.
+//     decoded) is returned as a *RowError, with the Record's Line and Ordinal set and Values
+//     holding what could be read (for reject reports; it may not be aligned with Header).
+//     The error is not fatal: the caller records it and calls Next again, and the rest of the
+//     source flows.
 //   - Any other error is fatal (I/O, a truncated workbook, a lost database connection, ctx done):
-//     the caller stops reading.
+//     the caller stops reading. A fatal error is returned again by every later call.
 //   - Record.Values is aligned with Header and is not reused between calls: the caller may keep it.
-//   - Close releases the source (files, iterators, transactions). It is safe to call twice.
+//   - Next honours ctx: once ctx is done, Next returns an error wrapping ctx.Err().
+//   - Close releases the source (files, temporary files, iterators, transactions). It is safe
+//     to call twice. Next after Close returns ErrClosed.
 //
-// Readers are not safe for concurrent use.
+// Readers are not safe for concurrent use; Progress may be called from another goroutine
+// (a progress bar) while one goroutine calls Next.
+//
+// [Open] picks the kind from a [Config]: Kind "csv", "xlsx" or "sql", or, with Kind empty, from
+// the file name checked against the file's content, so a workbook renamed to .csv, a CSV file
+// renamed to .xlsx, an old .xls or an encrypted workbook fails with a message that says so.
+// [OpenCSV], [OpenXLSX] and [OpenSQL] open one kind with its own options.
 package sources
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -71,3 +87,23 @@ func (e *RowError) Error() string {
 	}
 	return where + ": " + e.Message
 }
+
+// Errors a caller may decide by, with errors.Is. Each is wrapped with the file and the details.
+var (
+	// ErrClosed is returned by Next after Close.
+	ErrClosed = errors.New("source is closed")
+	// ErrNoHeader means the source has no readable header row (an empty file or sheet, a
+	// header_row past the end, a header line that cannot be parsed).
+	ErrNoHeader = errors.New("no readable header row")
+	// ErrContentMismatch means the file's content is not what its name (or the configured
+	// kind) says: a workbook named .csv, a text file named .xlsx, binary data.
+	ErrContentMismatch = errors.New("file content does not match its kind")
+	// ErrLegacyXLS means the file is an Excel 97-2003 workbook (.xls), which subsync does not
+	// read: save it as .xlsx (or CSV).
+	ErrLegacyXLS = errors.New("an Excel 97-2003 .xls workbook is not supported: save it as .xlsx or CSV")
+	// ErrEncryptedWorkbook means the workbook is password-protected (encrypted).
+	ErrEncryptedWorkbook = errors.New("the workbook is encrypted (password-protected): save a copy without a password")
+	// ErrTooLarge means a workbook would unpack to more than the configured limit, as a zip
+	// bomb does.
+	ErrTooLarge = errors.New("the workbook unpacks to more than the allowed size")
+)

@@ -1,0 +1,491 @@
+package sources
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the "mysql" database/sql driver (MySQL, MariaDB)
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// SQLOptions says which rows a SQLReader reads.
+type SQLOptions struct {
+	// Driver is "pgx" (also "postgres", "postgresql": Postgres through pgx), "mysql"
+	// (MySQL, MariaDB), "sqlite", or the name of any other registered database/sql driver.
+	Driver string
+	// DSN is the connection string. It is a secret: it never appears in errors.
+	DSN string
+	// Query is the SELECT that reads the contacts; its column names are the header.
+	Query string
+	// WatermarkColumn makes a read incremental. It names a column of Query's result whose
+	// values grow as rows change: an updated_at timestamp or an increasing id. The reader
+	// then runs
+	//
+	//	SELECT * FROM (<Query>) AS subsync_q [WHERE subsync_q.<column> > <Watermark>] ORDER BY subsync_q.<column>
+	//
+	// with the watermark as a query parameter ($1 for Postgres, ? for the others), so the
+	// user writes Query without it. After the last row, [SQLReader.Watermark] holds the
+	// largest value read: store it once the run has succeeded and pass it back next time.
+	//
+	// The comparison is the database's own: Postgres casts the parameter to the column's
+	// type; MySQL compares dates and numbers as such; SQLite compares a column declared
+	// DATE, DATETIME or TIMESTAMP with julianday(), so any ISO layout works, and an INTEGER
+	// column as a number. Rows whose column is NULL are read by a full run only. A row
+	// committed late with a value below the watermark is missed: give the column a value
+	// at commit time (a trigger) or run a full sync now and then.
+	WatermarkColumn string
+	// Watermark is the largest value of WatermarkColumn seen by the last successful run, as
+	// Watermark returned it; "" reads all rows.
+	Watermark string
+}
+
+// SQLReader streams the rows of a query. It implements [Reader]; Record.Line is the
+// 1-based row number of the result. Values are text: dates "2024-01-31", timestamps
+// "2024-01-31T13:45:00" (with a time zone: in UTC, "2024-01-31T12:45:00Z"), numerics exact
+// ("1234.50"), booleans "true"/"false" (MySQL and SQLite store them as 1/0), NULL "".
+//
+// The query runs in a read-only transaction (for SQLite, on a connection with
+// PRAGMA query_only), so a query that writes fails. Rows are streamed from the server as
+// Next is called; the result is never held in memory. Next's ctx cancels the query.
+type SQLReader struct {
+	driver string
+	src    rowSource
+	cancel context.CancelFunc
+	header []string
+	wmCol  int // index of the watermark column, -1 without one
+	wm     string
+
+	line   int
+	read   atomic.Int64
+	err    error
+	closed bool
+	done   bool
+}
+
+// rowSource is one backend's result set.
+type rowSource interface {
+	// next advances to the next row; false at the end or on an error (see err).
+	next() bool
+	// values turns the current row into text; a cell that cannot be turned into text is an
+	// error naming its 0-based column.
+	values() ([]string, int, error)
+	err() error
+	close() error
+}
+
+func isPostgres(driver string) bool {
+	switch driver {
+	case "pgx", "postgres", "postgresql":
+		return true
+	}
+	return false
+}
+
+// OpenSQL connects, begins a read-only transaction and starts the query. The header is
+// the query's column names.
+func OpenSQL(ctx context.Context, opts SQLOptions) (*SQLReader, error) {
+	r, err := openSQL(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open sql source (driver %s): %w", opts.Driver, scrub(err, opts.Driver, opts.DSN))
+	}
+	return r, nil
+}
+
+func openSQL(ctx context.Context, opts SQLOptions) (_ *SQLReader, err error) {
+	switch {
+	case opts.Driver == "":
+		return nil, errors.New("driver: missing (pgx, mysql or sqlite)")
+	case opts.DSN == "":
+		return nil, errors.New("dsn: missing")
+	case strings.TrimSpace(opts.Query) == "":
+		return nil, errors.New("query: missing")
+	case opts.Watermark != "" && opts.WatermarkColumn == "":
+		return nil, errors.New("a watermark is given without a watermark column")
+	}
+	r := &SQLReader{driver: opts.Driver, wmCol: -1, wm: opts.Watermark}
+	// The query lives until Close; each Next's ctx can cancel it (see Next).
+	qctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	defer func() {
+		if err != nil {
+			_ = r.Close()
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+			}
+		}
+	}()
+	var names []string
+	if isPostgres(opts.Driver) {
+		r.src, names, err = openPgx(qctx, opts)
+	} else {
+		r.src, names, err = openDatabaseSQL(qctx, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.header, err = normalizeHeader(names); err != nil {
+		return nil, err
+	}
+	if opts.WatermarkColumn != "" {
+		if r.wmCol = columnIndex(names, opts.WatermarkColumn); r.wmCol < 0 {
+			return nil, fmt.Errorf("watermark column %q is not a column of the query (%s)", opts.WatermarkColumn, quoteList(names))
+		}
+	}
+	return r, nil
+}
+
+// columnIndex finds a column by its exact name, or else case-insensitively.
+func columnIndex(names []string, name string) int {
+	for i, n := range names {
+		if n == name {
+			return i
+		}
+	}
+	for i, n := range names {
+		if strings.EqualFold(n, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// dialect is how one database spells the watermark query.
+type dialect struct {
+	quote       func(string) string
+	placeholder string
+}
+
+func dialectOf(driver string) dialect {
+	switch {
+	case isPostgres(driver):
+		return dialect{quote: quoteWith(`"`), placeholder: "$1"}
+	case driver == "mysql":
+		return dialect{quote: quoteWith("`"), placeholder: "?"}
+	}
+	return dialect{quote: quoteWith(`"`), placeholder: "?"}
+}
+
+func quoteWith(q string) func(string) string {
+	return func(id string) string { return q + strings.ReplaceAll(id, q, q+q) + q }
+}
+
+// trimQuery drops white space and semicolons at the end of a query, so it can be nested.
+func trimQuery(q string) string {
+	return strings.TrimRight(strings.TrimSpace(q), "; \t\r\n")
+}
+
+// watermarkQuery nests the user's query for an incremental read. cond is the comparison
+// with the watermark, "" for a full read.
+func watermarkQuery(query, orderBy, cond string) string {
+	q := "SELECT * FROM (" + trimQuery(query) + "\n) AS subsync_q"
+	if cond != "" {
+		q += " WHERE " + cond
+	}
+	return q + " ORDER BY " + orderBy
+}
+
+// --- Postgres through pgx ---------------------------------------------------------------
+
+type pgxSource struct {
+	conn   *pgx.Conn
+	tx     pgx.Tx
+	rows   pgx.Rows
+	fields []pgconn.FieldDescription
+}
+
+func openPgx(ctx context.Context, opts SQLOptions) (*pgxSource, []string, error) {
+	conn, err := pgx.Connect(ctx, opts.DSN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	s := &pgxSource{conn: conn}
+	if s.tx, err = conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly}); err != nil {
+		_ = s.close()
+		return nil, nil, fmt.Errorf("begin read-only transaction: %w", err)
+	}
+	query, args := opts.Query, []any(nil)
+	if opts.WatermarkColumn != "" {
+		d := dialectOf(opts.Driver)
+		col := "subsync_q." + d.quote(opts.WatermarkColumn)
+		cond := ""
+		if opts.Watermark != "" {
+			cond, args = col+" > "+d.placeholder, []any{opts.Watermark}
+		}
+		query = watermarkQuery(opts.Query, col, cond)
+	}
+	if s.rows, err = s.tx.Query(ctx, query, args...); err != nil {
+		_ = s.close()
+		return nil, nil, fmt.Errorf("query: %w", err)
+	}
+	s.fields = s.rows.FieldDescriptions()
+	if len(s.fields) == 0 {
+		// No result set: an error the server sends with the first row, or a statement
+		// that returns nothing.
+		s.rows.Next()
+		err := s.rows.Err()
+		_ = s.close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("query: %w", err)
+		}
+		return nil, nil, errors.New("query: it returns no columns")
+	}
+	names := make([]string, len(s.fields))
+	for i, f := range s.fields {
+		names[i] = f.Name
+	}
+	return s, names, nil
+}
+
+func (s *pgxSource) next() bool { return s.rows.Next() }
+
+func (s *pgxSource) values() ([]string, int, error) {
+	vals, err := s.rows.Values()
+	if err != nil {
+		return nil, -1, err
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		if out[i], err = pgText(s.fields[i].DataTypeOID, v); err != nil {
+			return out, i, err
+		}
+	}
+	return out, -1, nil
+}
+
+func (s *pgxSource) err() error { return s.rows.Err() }
+
+func (s *pgxSource) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if s.rows != nil {
+		s.rows.Close()
+	}
+	if s.tx != nil {
+		_ = s.tx.Rollback(ctx) // read-only: nothing to keep; fails harmlessly on a broken connection
+	}
+	return s.conn.Close(ctx)
+}
+
+// --- any database/sql driver ------------------------------------------------------------
+
+type dbSource struct {
+	db    *sql.DB
+	tx    *sql.Tx
+	rows  *sql.Rows
+	types []string
+	dest  []any
+	ptrs  []any // pointers into dest, for Scan
+}
+
+func openDatabaseSQL(ctx context.Context, opts SQLOptions) (*dbSource, []string, error) {
+	db, err := sql.Open(opts.Driver, opts.DSN)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &dbSource{db: db}
+	// One connection: the pragma below and the transaction must share it.
+	db.SetMaxOpenConns(1)
+	if opts.Driver == "sqlite" {
+		if _, err := db.ExecContext(ctx, "PRAGMA query_only = ON"); err != nil {
+			_ = s.close()
+			return nil, nil, fmt.Errorf("connect: %w", err)
+		}
+	}
+	if s.tx, err = db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}); err != nil {
+		_ = s.close()
+		return nil, nil, fmt.Errorf("begin read-only transaction: %w", err)
+	}
+	query, args := opts.Query, []any(nil)
+	if opts.WatermarkColumn != "" {
+		if query, args, err = s.watermark(ctx, opts); err != nil {
+			_ = s.close()
+			return nil, nil, err
+		}
+	}
+	if s.rows, err = s.tx.QueryContext(ctx, query, args...); err != nil {
+		_ = s.close()
+		return nil, nil, fmt.Errorf("query: %w", err)
+	}
+	cols, err := s.rows.ColumnTypes()
+	if err != nil {
+		_ = s.close()
+		return nil, nil, fmt.Errorf("query columns: %w", err)
+	}
+	names := make([]string, len(cols))
+	s.types = make([]string, len(cols))
+	for i, c := range cols {
+		names[i], s.types[i] = c.Name(), strings.ToUpper(c.DatabaseTypeName())
+	}
+	s.dest = make([]any, len(cols))
+	s.ptrs = make([]any, len(cols))
+	for i := range s.dest {
+		s.ptrs[i] = &s.dest[i]
+	}
+	return s, names, nil
+}
+
+// watermark builds the incremental query. It asks the database the watermark column's
+// type (running the query with WHERE 1=0) to pass the watermark as a value of that type.
+func (s *dbSource) watermark(ctx context.Context, opts SQLOptions) (string, []any, error) {
+	d := dialectOf(opts.Driver)
+	col := "subsync_q." + d.quote(opts.WatermarkColumn)
+	if opts.Watermark == "" {
+		return watermarkQuery(opts.Query, col, ""), nil, nil
+	}
+	probe, err := s.tx.QueryContext(ctx, watermarkQuery(opts.Query, col, "1=0"))
+	if err != nil {
+		return "", nil, fmt.Errorf("query: %w", err)
+	}
+	cols, err := probe.ColumnTypes()
+	_ = probe.Close()
+	if err != nil {
+		return "", nil, fmt.Errorf("query columns: %w", err)
+	}
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name()
+	}
+	i := columnIndex(names, opts.WatermarkColumn)
+	if i < 0 {
+		return "", nil, fmt.Errorf("watermark column %q is not a column of the query (%s)", opts.WatermarkColumn, quoteList(names))
+	}
+	typ := strings.ToUpper(cols[i].DatabaseTypeName())
+	n, intErr := strconv.ParseInt(opts.Watermark, 10, 64)
+	switch {
+	case opts.Driver == "sqlite" && (typ == "DATE" || typ == "DATETIME" || typ == "TIMESTAMP"):
+		return watermarkQuery(opts.Query, col, "julianday("+col+") > julianday(?)"), []any{opts.Watermark}, nil
+	case intErr == nil && (strings.Contains(typ, "INT") || typ == ""):
+		return watermarkQuery(opts.Query, col, col+" > "+d.placeholder), []any{n}, nil
+	}
+	return watermarkQuery(opts.Query, col, col+" > "+d.placeholder), []any{opts.Watermark}, nil
+}
+
+func (s *dbSource) next() bool { return s.rows.Next() }
+
+func (s *dbSource) values() ([]string, int, error) {
+	clear(s.dest)
+	if err := s.rows.Scan(s.ptrs...); err != nil {
+		return nil, -1, err
+	}
+	out := make([]string, len(s.dest))
+	for i, v := range s.dest {
+		var err error
+		if out[i], err = sqlText(s.types[i], v); err != nil {
+			return out, i, err
+		}
+	}
+	return out, -1, nil
+}
+
+func (s *dbSource) err() error { return s.rows.Err() }
+
+func (s *dbSource) close() error {
+	if s.rows != nil {
+		_ = s.rows.Close()
+	}
+	if s.tx != nil {
+		_ = s.tx.Rollback() // read-only: nothing to keep
+	}
+	return s.db.Close()
+}
+
+// --- the reader -------------------------------------------------------------------------
+
+// Header returns the column names; see the package doc.
+func (r *SQLReader) Header() []string { return r.header }
+
+// Watermark returns the largest value of the watermark column read so far (the value of
+// the last row, as rows come ordered by it), or the watermark the reader was opened with
+// if no row had one. Store it only after the run has read to io.EOF and succeeded.
+func (r *SQLReader) Watermark() string { return r.wm }
+
+// Progress reports the rows returned; a query's total is not known in advance.
+func (r *SQLReader) Progress() Progress { return Progress{Rows: r.read.Load()} }
+
+// Next returns the next row; see the package doc.
+func (r *SQLReader) Next(ctx context.Context) (Record, error) {
+	if r.closed {
+		return Record{}, ErrClosed
+	}
+	if r.err != nil {
+		return Record{}, r.err
+	}
+	if err := ctx.Err(); err != nil {
+		return Record{}, r.fail(err)
+	}
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, r.cancel)
+		defer stop()
+	}
+	for {
+		if !r.src.next() {
+			if err := r.src.err(); err != nil {
+				if ctxErr := ctx.Err(); ctxErr != nil {
+					return Record{}, r.fail(fmt.Errorf("%w (%w)", ctxErr, err))
+				}
+				return Record{}, r.fail(err)
+			}
+			if err := ctx.Err(); err != nil {
+				return Record{}, r.fail(err)
+			}
+			r.done = true
+			r.err = io.EOF
+			return Record{}, io.EOF
+		}
+		r.line++
+		vals, col, err := r.src.values()
+		if err != nil && col < 0 {
+			return Record{}, r.fail(err)
+		}
+		if r.wmCol >= 0 && r.wmCol < len(vals) && vals[r.wmCol] != "" && (col < 0 || col > r.wmCol) {
+			r.wm = vals[r.wmCol]
+		}
+		if err == nil && allBlank(vals) {
+			continue
+		}
+		rec := Record{Ordinal: r.read.Add(1), Line: r.line, Values: vals}
+		if err != nil {
+			return rec, &RowError{Line: r.line, Column: col + 1, Message: fmt.Sprintf("column %q: %v", r.header[col], err)}
+		}
+		return rec, nil
+	}
+}
+
+func (r *SQLReader) fail(err error) error {
+	r.err = fmt.Errorf("read sql source row %d: %w", r.line+1, err)
+	return r.err
+}
+
+// Close ends the query, the transaction and the connection. It is safe to call twice.
+func (r *SQLReader) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if !r.done {
+		r.cancel() // stop the server sending the rest instead of draining it
+	}
+	var err error
+	if r.src != nil {
+		err = r.src.close()
+	}
+	r.cancel()
+	if err != nil && !r.done {
+		return nil // the connection was cut on purpose
+	}
+	if err != nil {
+		return fmt.Errorf("close sql source: %w", err)
+	}
+	return nil
+}
