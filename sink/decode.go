@@ -75,13 +75,14 @@ type ack struct {
 	ID      flexInt         `json:"id"`
 }
 
-// checkAck reads an acknowledgement. An empty body is accepted (a 204, say). An ack whose
+// checkAck reads an acknowledgement. An empty body (a 204, say) or a JSON array is accepted
+// as is; a body that is not JSON is an error. An ack whose
 // status carries a failure code ("422 Unprocessable entity" inside an HTTP 200) is treated
 // as that failure, so a service that reports errors only in the body is still understood.
 func (c *Client) checkAck(cl *call, resp response) (ack, error) {
 	var a ack
-	if len(bytes.TrimSpace(resp.body)) == 0 {
-		return a, nil
+	if trimmed := bytes.TrimSpace(resp.body); len(trimmed) == 0 || trimmed[0] == '[' {
+		return a, nil // nothing to check: the status said it all
 	}
 	if err := c.decodeJSON(cl, resp, &a); err != nil {
 		return a, err
