@@ -88,7 +88,7 @@ func (o BulkOptions) query() (url.Values, error) {
 // wrapping ErrInvalidInput, and nothing is sent). Rows without an e-mail are rejected
 // without being sent.
 //
-// When the service refuses the request with 422, the rows are split to isolate the ones it
+// When the service refuses the request with 422 (or 413), the rows are split to isolate the ones it
 // refuses, and every other row is delivered: if the service's message names a row
 // ("row 3: …", 0-based), that row is sent alone and the others together; otherwise, or once
 // a named row turns out to be accepted alone, the rows are split in halves, recursively.
@@ -193,7 +193,7 @@ func (b *batch) insert(ctx context.Context, idx []int) error {
 		return nil
 	}
 	var apiErr *APIError
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
+	if !errors.As(err, &apiErr) || !splittable(apiErr.StatusCode) {
 		return err
 	}
 	if b.done == nil {
@@ -267,7 +267,7 @@ func (b *batch) refused(ctx context.Context, i int, apiErr *APIError) error {
 			return nil
 		}
 		var probeErr *APIError
-		if !errors.As(err, &probeErr) || probeErr.StatusCode != http.StatusUnprocessableEntity {
+		if !errors.As(err, &probeErr) || !splittable(probeErr.StatusCode) {
 			return err
 		}
 		b.res.Rejects = append(b.res.Rejects, RowReject{Index: p, Email: b.rows[p].Email, Reason: rejectReason(probeErr)})
@@ -381,7 +381,16 @@ func rejectReason(e *APIError) string {
 	if msg := strings.TrimSpace(rowPrefixRE.ReplaceAllString(e.Message, "")); msg != "" {
 		return msg
 	}
+	if e.StatusCode != http.StatusUnprocessableEntity {
+		return fmt.Sprintf("refused by the service (%d)", e.StatusCode)
+	}
 	return reasonRefused
+}
+
+// splittable reports whether a bulkinsert refused with this status is split to find the
+// rows at fault: 422 (a row the service refuses), and 413 (the body too large for it).
+func splittable(code int) bool {
+	return code == http.StatusUnprocessableEntity || code == http.StatusRequestEntityTooLarge
 }
 
 func sortRejects(r []RowReject) {
