@@ -96,6 +96,9 @@ func normDate(s string, r dateRule) (string, string) {
 const notADate = "is not a date (use dd.mm.yyyy or yyyy-mm-dd)"
 
 func parseDate(s string, r dateRule) (civil, string) {
+	if len(s) > 2 && s[0] == '-' && s[1] == '-' {
+		return civil{}, "has no year" // ISO 8601 --MM-DD, as Google Contacts exports it
+	}
 	// Split into up to three runs of digits and the separators between them.
 	var num [3]int
 	var width [3]int

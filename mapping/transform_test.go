@@ -230,6 +230,7 @@ func TestNormDate(t *testing.T) {
 		{"a year alone", "1985", bday, "", "a year or an Excel day number"},
 		{"no year", "17.05", bday, "", "has no year"},
 		{"Mailchimp month/day", "05/17", bday, "", "has no year"},
+		{"Google Contacts without a year", "--05-17", bday, "", "has no year"},
 		{"American month first", "05/17/1985", bday, "", "no month 17"},
 		{"not a calendar day", "31.04.1990", bday, "", "not a day of the calendar"},
 		{"not a leap year", "29.02.1900", custom, "", "not a day of the calendar"},
