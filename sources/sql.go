@@ -456,8 +456,16 @@ func (r *SQLReader) Next(ctx context.Context) (Record, error) {
 		}
 		rec := Record{Ordinal: r.read.Add(1), Line: r.line, Values: vals}
 		if err != nil {
-			return rec, &RowError{Line: r.line, Column: col + 1, Message: fmt.Sprintf("column %q: %v", r.header[col], err)}
+			return rec, &RowError{Line: r.line, Column: col + 1, Message: fmt.Sprintf("column %d: %v", col+1, err)}
 		}
+		// Result columns with blank names at the end were dropped from the header, as a
+		// file's are; a value under one is an error.
+		for i := len(r.header); i < len(vals); i++ {
+			if strings.TrimSpace(vals[i]) != "" {
+				return rec, &RowError{Line: r.line, Column: i + 1, Message: fmt.Sprintf("column %d has a value but no name", i+1)}
+			}
+		}
+		rec.Values = vals[:len(r.header)]
 		return rec, nil
 	}
 }
