@@ -55,6 +55,9 @@ func (lr *lineReader) next() (line, error) {
 		return line{}, err
 	}
 	lr.no++
+	if !tooLong && len(b) > lr.max+2 { // a line end is not counted
+		b, tooLong = b[:lr.max], true
+	}
 	if !tooLong {
 		if n := len(b); n > 0 && b[n-1] == lr.term {
 			b = b[:n-1]

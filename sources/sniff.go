@@ -55,10 +55,28 @@ func sniffContent(head []byte) (content, string) {
 			return contentBinary, k.name
 		}
 	}
-	if bytes.IndexByte(head, 0) >= 0 {
-		return contentBinary, "binary data (it contains NUL bytes)"
+	if looksBinary(head) {
+		return contentBinary, "binary data (NUL and control bytes, not text)"
 	}
 	return contentText, "text"
+}
+
+// looksBinary reports whether a sample without a byte order mark is binary: more than 1%
+// NUL bytes, or more than 3% control characters other than white space (random data has
+// 11%, text next to none). A stray NUL in a text file is left to the reader, which
+// reports its row.
+func looksBinary(b []byte) bool {
+	var nul, ctrl int
+	for _, c := range b {
+		switch {
+		case c == 0:
+			nul++
+			ctrl++
+		case c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != 0x1A, c == 0x7F:
+			ctrl++
+		}
+	}
+	return (nul > 1 && nul*100 > len(b)) || (ctrl > 2 && ctrl*33 > len(b))
 }
 
 func hasBOM(b []byte) bool {
