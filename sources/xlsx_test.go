@@ -1,0 +1,358 @@
+package sources_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/flate"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/xuri/excelize/v2"
+
+	"github.com/subsync/subsync/sources"
+)
+
+func openXLSX(t *testing.T, path string, opts sources.XLSXOptions) *sources.XLSXReader {
+	t.Helper()
+	r, err := sources.OpenXLSX(context.Background(), path, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+func style(t *testing.T, f *excelize.File, s excelize.Style) int {
+	t.Helper()
+	id, err := f.NewStyle(&s)
+	require.NoError(t, err)
+	return id
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// contactWorkbook is a sheet as people keep them: a title, a blank row, the header on row
+// 3, dates in two formats, phone numbers and postcodes stored as numbers, a formatted
+// but empty column and formatted empty rows below the data.
+func contactWorkbook(t *testing.T) string {
+	t.Helper()
+	f := excelize.NewFile()
+	defer f.Close()
+	const s = "Sheet1"
+	set := func(cell string, v any, styleID int) {
+		require.NoError(t, f.SetCellValue(s, cell, v))
+		if styleID != 0 {
+			require.NoError(t, f.SetCellStyle(s, cell, cell, styleID))
+		}
+	}
+	set("A1", "Medlemsliste 2024", style(t, f, excelize.Style{Font: &excelize.Font{Bold: true, Size: 16}}))
+	require.NoError(t, f.SetSheetRow(s, "A3", &[]any{"E-post", "Navn", "Født", "Medlem siden", "Telefon", "Mobil", "Postnr", "Poststed", "Sist endret", "Kontingent", "Aktiv", " "}))
+	date := style(t, f, excelize.Style{NumFmt: 14})                              // m/d/yy in Excel's list, shown in the locale's format
+	norwegianDate := style(t, f, excelize.Style{CustomNumFmt: ptr("dd.mm.yyyy")}) // what a Norwegian user types
+	dateTime := style(t, f, excelize.Style{NumFmt: 22})
+	general := style(t, f, excelize.Style{Font: &excelize.Font{Italic: true}}) // General, with a style
+	integer := style(t, f, excelize.Style{NumFmt: 1})                        // 0
+	postcode := style(t, f, excelize.Style{CustomNumFmt: ptr("0000")})
+	money := style(t, f, excelize.Style{NumFmt: 4}) // #,##0.00
+
+	set("A4", "ola@example.no", 0)
+	set("B4", "Ola Nordmann", 0)
+	set("C4", time.Date(1980, 5, 17, 0, 0, 0, 0, time.UTC), date)
+	set("D4", time.Date(2019, 1, 2, 0, 0, 0, 0, time.UTC), norwegianDate)
+	set("E4", 4791234567, general)
+	set("F4", 447700900123, 0)
+	set("G4", 150, postcode)
+	set("H4", "Oslo", 0)
+	set("I4", time.Date(2024, 1, 31, 13, 45, 10, 0, time.UTC), dateTime)
+	set("J4", 1234.5, money)
+	set("K4", true, 0)
+
+	set("A5", "kari@example.no", 0)
+	set("B5", "Kari Nordmann", 0)
+	set("E5", 4790000000, integer)
+	set("G5", "0150", 0) // typed as text
+	set("H5", "Oslo", 0)
+	set("J5", 0.1, general)
+
+	// Formatting below the data and to the right: no values, no rows.
+	empty := style(t, f, excelize.Style{Fill: excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"FFFF00"}}})
+	require.NoError(t, f.SetCellStyle(s, "L3", "L20", empty))
+	require.NoError(t, f.SetCellStyle(s, "A6", "K20", empty))
+	path := filepath.Join(t.TempDir(), "medlemmer.xlsx")
+	require.NoError(t, f.SaveAs(path))
+	return path
+}
+
+func TestXLSXContactSheet(t *testing.T) {
+	t.Parallel()
+	path := contactWorkbook(t)
+	r := openXLSX(t, path, sources.XLSXOptions{HeaderRow: 3})
+	require.Equal(t, "Sheet1", r.Sheet())
+	require.Equal(t, []string{"E-post", "Navn", "Født", "Medlem siden", "Telefon", "Mobil", "Postnr", "Poststed", "Sist endret", "Kontingent", "Aktiv"}, r.Header(),
+		"the formatted empty column L has no name")
+	requireRows(t, []row{
+		{line: 4, values: []string{"ola@example.no", "Ola Nordmann", "1980-05-17", "2019-01-02", "4791234567", "447700900123", "0150", "Oslo", "2024-01-31T13:45:10", "1,234.50", "TRUE"}},
+		{line: 5, values: []string{"kari@example.no", "Kari Nordmann", "", "", "4790000000", "", "0150", "Oslo", "", "0.1", ""}},
+	}, readAll(t, r))
+	require.Equal(t, int64(2), r.Progress().Rows)
+
+	t.Run("without header_row the title is the header", func(t *testing.T) {
+		t.Parallel()
+		r := openXLSX(t, path, sources.XLSXOptions{})
+		require.Equal(t, []string{"Medlemsliste 2024"}, r.Header())
+		rows := readAll(t, r)
+		require.Len(t, rows, 3, "the header row and both data rows are row errors")
+		require.Contains(t, rows[0].errHas, `sheet "Sheet1" row 3 column 2: cell B3 has a value but column B has no header (is the header below a title row? set header_row)`)
+	})
+}
+
+func TestXLSXSheetChoice(t *testing.T) {
+	t.Parallel()
+	f := excelize.NewFile()
+	for _, name := range []string{"Skjult", "Kunder", "Andre"} {
+		_, err := f.NewSheet(name)
+		require.NoError(t, err)
+		require.NoError(t, f.SetSheetRow(name, "A1", &[]any{"email"}))
+		require.NoError(t, f.SetSheetRow(name, "A2", &[]any{strings.ToLower(name) + "@example.no"}))
+	}
+	require.NoError(t, f.DeleteSheet("Sheet1"))
+	f.SetActiveSheet(1) // Excel does not hide the active sheet
+	require.NoError(t, f.SetSheetVisible("Skjult", false))
+	visible, err := f.GetSheetVisible("Skjult")
+	require.NoError(t, err)
+	require.False(t, visible)
+	path := filepath.Join(t.TempDir(), "book.xlsx")
+	require.NoError(t, f.SaveAs(path))
+	require.NoError(t, f.Close())
+
+	tests := []struct {
+		name      string
+		opts      sources.XLSXOptions
+		wantSheet string
+		wantErr   string
+	}{
+		{"first visible", sources.XLSXOptions{}, "Kunder", ""},
+		{"by name, any case", sources.XLSXOptions{Sheet: "andre"}, "Andre", ""},
+		{"a hidden one by name", sources.XLSXOptions{Sheet: "Skjult"}, "Skjult", ""},
+		{"by index", sources.XLSXOptions{SheetIndex: 2}, "Andre", ""},
+		{"no such name", sources.XLSXOptions{Sheet: "Members"}, "", `no sheet named "Members"; the workbook has "Skjult", "Kunder", "Andre"`},
+		{"index too large", sources.XLSXOptions{SheetIndex: 3}, "", "sheet_index 3: the workbook has 3 sheets"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := sources.OpenXLSX(context.Background(), path, tt.opts)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			defer r.Close()
+			require.Equal(t, tt.wantSheet, r.Sheet())
+			rows := readAll(t, r)
+			require.Equal(t, []string{strings.ToLower(tt.wantSheet) + "@example.no"}, rows[0].values)
+		})
+	}
+}
+
+// rewriteZip copies the zip at src to dst; replace may write an entry itself (and return
+// true) instead of the copy.
+func rewriteZip(t *testing.T, src, dst string, replace func(f *zip.File, w *zip.Writer) bool) {
+	t.Helper()
+	zr, err := zip.OpenReader(src)
+	require.NoError(t, err)
+	defer zr.Close()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, f := range zr.File {
+		if replace(f, w) {
+			continue
+		}
+		require.NoError(t, w.Copy(f))
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, os.WriteFile(dst, buf.Bytes(), 0o600))
+}
+
+func simpleWorkbook(t *testing.T, rows int) string {
+	t.Helper()
+	table := [][]string{{"email", "name"}}
+	for i := range rows {
+		table = append(table, []string{"user" + strings.Repeat("x", i%7) + "@example.com", "Name"})
+	}
+	f := excelize.NewFile()
+	defer f.Close()
+	for i, row := range table {
+		cell, _ := excelize.CoordinatesToCellName(1, i+1)
+		require.NoError(t, f.SetSheetRow("Sheet1", cell, &row))
+	}
+	path := filepath.Join(t.TempDir(), "simple.xlsx")
+	require.NoError(t, f.SaveAs(path))
+	return path
+}
+
+func TestXLSXTotalRowsFromDimension(t *testing.T) {
+	t.Parallel()
+	src := simpleWorkbook(t, 4)
+	dst := filepath.Join(t.TempDir(), "dim.xlsx")
+	rewriteZip(t, src, dst, func(f *zip.File, w *zip.Writer) bool {
+		if f.Name != "xl/worksheets/sheet1.xml" {
+			return false
+		}
+		rc, err := f.Open()
+		require.NoError(t, err)
+		var b bytes.Buffer
+		_, err = b.ReadFrom(rc)
+		require.NoError(t, err)
+		xml := strings.Replace(b.String(), `<dimension ref="A1">`, `<dimension ref="A1:B5">`, 1)
+		require.Contains(t, xml, `ref="A1:B5"`)
+		fw, err := w.Create(f.Name)
+		require.NoError(t, err)
+		_, err = fw.Write([]byte(xml))
+		require.NoError(t, err)
+		return true
+	})
+	r := openXLSX(t, dst, sources.XLSXOptions{})
+	require.Equal(t, int64(4), r.Progress().TotalRows, "rows 2..5 below the header")
+	require.Len(t, readAll(t, r), 4)
+}
+
+// Broken workbooks give a clear error at open, never a panic or a hang.
+func TestXLSXBrokenFiles(t *testing.T) {
+	t.Parallel()
+	good := simpleWorkbook(t, 50)
+	goodBytes, err := os.ReadFile(good)
+	require.NoError(t, err)
+
+	encrypted := filepath.Join(t.TempDir(), "secret.xlsx")
+	f, err := excelize.OpenFile(good)
+	require.NoError(t, err)
+	require.NoError(t, f.SaveAs(encrypted, excelize.Options{Password: "hemmelig"}))
+	require.NoError(t, f.Close())
+
+	sheetEntry := func(declared uint64, data []byte) func(f *zip.File, w *zip.Writer) bool {
+		return func(f *zip.File, w *zip.Writer) bool {
+			if f.Name != "xl/worksheets/sheet1.xml" {
+				return false
+			}
+			var compressed bytes.Buffer
+			fw, err := flate.NewWriter(&compressed, flate.BestCompression)
+			require.NoError(t, err)
+			_, err = fw.Write(data)
+			require.NoError(t, err)
+			require.NoError(t, fw.Close())
+			raw, err := w.CreateRaw(&zip.FileHeader{
+				Name: f.Name, Method: zip.Deflate, CRC32: 0,
+				CompressedSize64: uint64(compressed.Len()), UncompressedSize64: declared,
+			})
+			require.NoError(t, err)
+			_, err = raw.Write(compressed.Bytes())
+			require.NoError(t, err)
+			return true
+		}
+	}
+	bomb := bytes.Repeat([]byte("<row></row>"), 1<<20) // 11 MB of rows, a few KB deflated
+	dir := t.TempDir()
+	honestBomb := filepath.Join(dir, "honest-bomb.xlsx")
+	rewriteZip(t, good, honestBomb, sheetEntry(uint64(len(bomb)), bomb))
+	hugeBomb := filepath.Join(dir, "huge-bomb.xlsx")
+	rewriteZip(t, good, hugeBomb, sheetEntry(40<<30, bomb[:1000]))
+	lyingBomb := filepath.Join(dir, "lying-bomb.xlsx")
+	rewriteZip(t, good, lyingBomb, sheetEntry(1000, bomb))
+	corrupt := filepath.Join(dir, "corrupt.xlsx")
+	rewriteZip(t, good, corrupt, func(f *zip.File, w *zip.Writer) bool {
+		if f.Name != "xl/worksheets/sheet1.xml" {
+			return false
+		}
+		rc, err := f.OpenRaw()
+		require.NoError(t, err)
+		var raw bytes.Buffer
+		_, err = raw.ReadFrom(rc)
+		require.NoError(t, err)
+		data := raw.Bytes()
+		for i := len(data) / 3; i < len(data)/3+16; i++ {
+			data[i] ^= 0x5A
+		}
+		fh := f.FileHeader
+		fw, err := w.CreateRaw(&fh)
+		require.NoError(t, err)
+		_, err = fw.Write(data)
+		require.NoError(t, err)
+		return true
+	})
+	notWorkbook := filepath.Join(dir, "photos.xlsx")
+	rewriteZip(t, good, notWorkbook, func(f *zip.File, w *zip.Writer) bool { return strings.HasPrefix(f.Name, "xl/") })
+	emptySheet := filepath.Join(dir, "empty.xlsx")
+	ef := excelize.NewFile()
+	require.NoError(t, ef.SaveAs(emptySheet))
+	require.NoError(t, ef.Close())
+
+	tests := []struct {
+		name    string
+		path    string
+		opts    sources.XLSXOptions
+		wantIs  error
+		wantHas string
+	}{
+		{"truncated", writeFile(t, "cut.xlsx", goodBytes[:len(goodBytes)/2]), sources.XLSXOptions{}, nil, "not a readable workbook (truncated or corrupt?)"},
+		{"an .xls", writeFile(t, "old.xlsx", oleFile(false)), sources.XLSXOptions{}, sources.ErrLegacyXLS, "Excel 97-2003"},
+		{"encrypted", encrypted, sources.XLSXOptions{}, sources.ErrEncryptedWorkbook, "save a copy without a password"},
+		{"CSV text", writeFile(t, "text.xlsx", []byte("email,name\na@x.no,A\n")), sources.XLSXOptions{}, sources.ErrContentMismatch, "the file is text (a CSV file?), not an .xlsx workbook"},
+		{"empty file", writeFile(t, "nothing.xlsx", nil), sources.XLSXOptions{}, sources.ErrContentMismatch, "the file is empty"},
+		{"binary", writeFile(t, "pic.xlsx", []byte("\x89PNG\r\n\x1a\nrest")), sources.XLSXOptions{}, sources.ErrContentMismatch, "a PNG image"},
+		{"zip without a workbook", notWorkbook, sources.XLSXOptions{}, sources.ErrContentMismatch, "a zip archive without an Excel workbook"},
+		{"zip bomb over the limit", honestBomb, sources.XLSXOptions{MaxUnzipSize: 4 << 20}, sources.ErrTooLarge, "(a zip bomb?)"},
+		{"zip bomb declaring 40 GB", hugeBomb, sources.XLSXOptions{}, sources.ErrTooLarge, "(a zip bomb?)"},
+		{"zip bomb lying about its size", lyingBomb, sources.XLSXOptions{}, sources.ErrTooLarge, "unpacks to more than the 1000 bytes its header declares"},
+		{"corrupt sheet data", corrupt, sources.XLSXOptions{}, nil, "unpack xl/worksheets/sheet1.xml"},
+		{"empty sheet", emptySheet, sources.XLSXOptions{}, sources.ErrNoHeader, `sheet "Sheet1" is empty`},
+		{"header_row past the end", good, sources.XLSXOptions{HeaderRow: 99}, sources.ErrNoHeader, `header_row 99 is past the last row (51)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tmp := t.TempDir()
+			tt.opts.TempDir = tmp
+			r, err := sources.OpenXLSX(context.Background(), tt.path, tt.opts)
+			require.Error(t, err)
+			require.Nil(t, r)
+			if tt.wantIs != nil {
+				require.ErrorIs(t, err, tt.wantIs)
+			}
+			require.Contains(t, err.Error(), tt.wantHas)
+			require.Contains(t, err.Error(), tt.path, "the error names the file")
+			left, err := os.ReadDir(tmp)
+			require.NoError(t, err)
+			require.Empty(t, left, "no temporary files left behind")
+		})
+	}
+}
+
+// A large worksheet is unpacked to a temporary file while it is read, and removed on Close.
+func TestXLSXTemporaryFiles(t *testing.T) {
+	t.Parallel()
+	path := simpleWorkbook(t, 40000) // a worksheet over 1 MiB
+	tmp := t.TempDir()
+	r, err := sources.OpenXLSX(context.Background(), path, sources.XLSXOptions{TempDir: tmp})
+	require.NoError(t, err)
+	used, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.NotEmpty(t, used, "the worksheet is on disk, not in memory")
+	require.Len(t, readAll(t, r), 40000)
+	require.NoError(t, r.Close())
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, left)
+}
+
+func TestXLSXCancelledOpen(t *testing.T) {
+	t.Parallel()
+	path := simpleWorkbook(t, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := sources.OpenXLSX(ctx, path, sources.XLSXOptions{})
+	require.ErrorIs(t, err, context.Canceled)
+}
