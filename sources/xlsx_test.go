@@ -50,11 +50,11 @@ func contactWorkbook(t *testing.T) string {
 	}
 	set("A1", "Medlemsliste 2024", style(t, f, excelize.Style{Font: &excelize.Font{Bold: true, Size: 16}}))
 	require.NoError(t, f.SetSheetRow(s, "A3", &[]any{"E-post", "Navn", "Født", "Medlem siden", "Telefon", "Mobil", "Postnr", "Poststed", "Sist endret", "Kontingent", "Aktiv", " "}))
-	date := style(t, f, excelize.Style{NumFmt: 14})                              // m/d/yy in Excel's list, shown in the locale's format
+	date := style(t, f, excelize.Style{NumFmt: 14})                               // m/d/yy in Excel's list, shown in the locale's format
 	norwegianDate := style(t, f, excelize.Style{CustomNumFmt: ptr("dd.mm.yyyy")}) // what a Norwegian user types
 	dateTime := style(t, f, excelize.Style{NumFmt: 22})
 	general := style(t, f, excelize.Style{Font: &excelize.Font{Italic: true}}) // General, with a style
-	integer := style(t, f, excelize.Style{NumFmt: 1})                        // 0
+	integer := style(t, f, excelize.Style{NumFmt: 1})                          // 0
 	postcode := style(t, f, excelize.Style{CustomNumFmt: ptr("0000")})
 	money := style(t, f, excelize.Style{NumFmt: 4}) // #,##0.00
 
