@@ -1,0 +1,31 @@
+// Package state is what the subsync worker remembers between runs, kept in subsync's own
+// tables in the queue's database (SQLite or Postgres):
+//
+//   - run history: one row per job, with counts, timings, outcome, the error of the last
+//     attempt, the checkpoint (source position) and a lease naming the worker that owns it;
+//   - rejects: the rows a run did not send, with line, column, value, code and reason;
+//   - the suppression list and the status change log filled by status pulls, the status
+//     cursor, and pending write-backs to the source;
+//   - delta fingerprints: one 8-byte payload hash per (list, e-mail hash), so a scheduled
+//     sync sends only rows whose payload changed;
+//   - staged files: a local file queued on one machine and worked on another, gzip-compressed
+//     in chunks.
+//
+// The contract the jobs package relies on:
+//
+//   - Migrate is idempotent and safe to call from several processes at once; versions are
+//     recorded in subsync_migration.
+//   - A run is claimed with [Store.ClaimRun] before it is worked. The claim is a lease with a
+//     time to live measured on the database's clock; it is renewed by [Store.RenewLease] and by
+//     every [Store.Checkpoint]. Every write of a worker is fenced by its owner token: once
+//     another worker has taken an expired lease over, the old owner's writes fail with
+//     [ErrLeaseLost] and change nothing.
+//   - [Store.Checkpoint] is one transaction: the new position, the count deltas, the rejects
+//     and the fingerprints of the rows it covers. A run resumed after a crash therefore
+//     counts, rejects and fingerprints every row exactly once.
+//   - Nothing secret is written: runs carry names, paths and list ids, never an API key or a
+//     DSN.
+//
+// Times are stored as Unix microseconds (UTC) in BIGINT columns on both databases, so every
+// query is the same on both and comparisons never depend on a text format.
+package state

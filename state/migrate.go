@@ -1,0 +1,301 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// migration is one versioned schema change, with its SQL per dialect. Statements are
+// separated by ";\n". Versions are never edited once released: add a new one.
+type migration struct {
+	version  int
+	name     string
+	sqlite   string
+	postgres string
+}
+
+// migrations lists subsync's schema in order.
+var migrations = []migration{
+	{
+		version: 1,
+		name:    "runs, rejects, suppression, status log, fingerprints, staged files",
+		sqlite: `
+CREATE TABLE subsync_run (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id          INTEGER NOT NULL UNIQUE,
+    kind            TEXT    NOT NULL,
+    name            TEXT    NOT NULL DEFAULT '',
+    list_id         INTEGER NOT NULL DEFAULT 0,
+    source          TEXT    NOT NULL DEFAULT '',
+    state           TEXT    NOT NULL,
+    error           TEXT    NOT NULL DEFAULT '',
+    position        INTEGER NOT NULL DEFAULT 0,
+    total_rows      INTEGER NOT NULL DEFAULT 0,
+    bytes_done      INTEGER NOT NULL DEFAULT 0,
+    total_bytes     INTEGER NOT NULL DEFAULT 0,
+    rows_read       INTEGER NOT NULL DEFAULT 0,
+    rows_rejected   INTEGER NOT NULL DEFAULT 0,
+    rows_duplicate  INTEGER NOT NULL DEFAULT 0,
+    rows_suppressed INTEGER NOT NULL DEFAULT 0,
+    rows_unchanged  INTEGER NOT NULL DEFAULT 0,
+    rows_sent       INTEGER NOT NULL DEFAULT 0,
+    batches         INTEGER NOT NULL DEFAULT 0,
+    requests        INTEGER NOT NULL DEFAULT 0,
+    retries         INTEGER NOT NULL DEFAULT 0,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    worker          TEXT    NOT NULL DEFAULT '',
+    lease_owner     TEXT    NOT NULL DEFAULT '',
+    lease_until     INTEGER NOT NULL DEFAULT 0,
+    scheduled_at    INTEGER NOT NULL DEFAULT 0,
+    started_at      INTEGER NOT NULL DEFAULT 0,
+    updated_at      INTEGER NOT NULL DEFAULT 0,
+    finished_at     INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX subsync_run_kind_name ON subsync_run (kind, name, id);
+CREATE INDEX subsync_run_state ON subsync_run (state);
+CREATE TABLE subsync_reject (
+    run_id   INTEGER NOT NULL REFERENCES subsync_run (id) ON DELETE CASCADE,
+    ordinal  INTEGER NOT NULL,
+    line     INTEGER NOT NULL,
+    sheet    TEXT    NOT NULL DEFAULT '',
+    col      TEXT    NOT NULL DEFAULT '',
+    value    TEXT    NOT NULL DEFAULT '',
+    code     TEXT    NOT NULL,
+    reason   TEXT    NOT NULL,
+    PRIMARY KEY (run_id, ordinal)
+) WITHOUT ROWID;
+CREATE TABLE subsync_suppression (
+    list_id    INTEGER NOT NULL,
+    email      TEXT    NOT NULL,
+    status     TEXT    NOT NULL CHECK (status IN ('unsubscribed', 'bounce')),
+    changed_at INTEGER NOT NULL,
+    PRIMARY KEY (list_id, email)
+) WITHOUT ROWID;
+CREATE INDEX subsync_suppression_email ON subsync_suppression (email);
+CREATE TABLE subsync_status_change (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    email         TEXT    NOT NULL,
+    status        TEXT    NOT NULL,
+    status_mobile TEXT    NOT NULL DEFAULT '',
+    list_id       INTEGER NOT NULL DEFAULT 0,
+    subscriber_id INTEGER NOT NULL DEFAULT 0,
+    changed_at    INTEGER NOT NULL,
+    recorded_at   INTEGER NOT NULL,
+    UNIQUE (email, status, changed_at, list_id)
+);
+CREATE TABLE subsync_status_cursor (
+    name       TEXT    PRIMARY KEY,
+    position   INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE subsync_writeback (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    change_id   INTEGER NOT NULL REFERENCES subsync_status_change (id) ON DELETE CASCADE,
+    target      TEXT    NOT NULL,
+    state       TEXT    NOT NULL DEFAULT 'pending',
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    last_error  TEXT    NOT NULL DEFAULT '',
+    created_at  INTEGER NOT NULL,
+    done_at     INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (change_id, target)
+);
+CREATE INDEX subsync_writeback_pending ON subsync_writeback (target, state, id);
+CREATE TABLE subsync_fingerprint (
+    list_id      INTEGER NOT NULL,
+    email_hash   INTEGER NOT NULL,
+    payload_hash INTEGER NOT NULL,
+    PRIMARY KEY (list_id, email_hash)
+) WITHOUT ROWID;
+CREATE TABLE subsync_staged_file (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    name       TEXT    NOT NULL,
+    size       INTEGER NOT NULL DEFAULT 0,
+    chunks     INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE subsync_staged_chunk (
+    file_id INTEGER NOT NULL REFERENCES subsync_staged_file (id) ON DELETE CASCADE,
+    seq     INTEGER NOT NULL,
+    data    BLOB    NOT NULL,
+    PRIMARY KEY (file_id, seq)
+)`,
+		postgres: `
+CREATE TABLE subsync_run (
+    id              BIGSERIAL PRIMARY KEY,
+    job_id          BIGINT NOT NULL UNIQUE,
+    kind            TEXT   NOT NULL,
+    name            TEXT   NOT NULL DEFAULT '',
+    list_id         BIGINT NOT NULL DEFAULT 0,
+    source          TEXT   NOT NULL DEFAULT '',
+    state           TEXT   NOT NULL,
+    error           TEXT   NOT NULL DEFAULT '',
+    position        BIGINT NOT NULL DEFAULT 0,
+    total_rows      BIGINT NOT NULL DEFAULT 0,
+    bytes_done      BIGINT NOT NULL DEFAULT 0,
+    total_bytes     BIGINT NOT NULL DEFAULT 0,
+    rows_read       BIGINT NOT NULL DEFAULT 0,
+    rows_rejected   BIGINT NOT NULL DEFAULT 0,
+    rows_duplicate  BIGINT NOT NULL DEFAULT 0,
+    rows_suppressed BIGINT NOT NULL DEFAULT 0,
+    rows_unchanged  BIGINT NOT NULL DEFAULT 0,
+    rows_sent       BIGINT NOT NULL DEFAULT 0,
+    batches         BIGINT NOT NULL DEFAULT 0,
+    requests        BIGINT NOT NULL DEFAULT 0,
+    retries         BIGINT NOT NULL DEFAULT 0,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    worker          TEXT   NOT NULL DEFAULT '',
+    lease_owner     TEXT   NOT NULL DEFAULT '',
+    lease_until     BIGINT NOT NULL DEFAULT 0,
+    scheduled_at    BIGINT NOT NULL DEFAULT 0,
+    started_at      BIGINT NOT NULL DEFAULT 0,
+    updated_at      BIGINT NOT NULL DEFAULT 0,
+    finished_at     BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX subsync_run_kind_name ON subsync_run (kind, name, id);
+CREATE INDEX subsync_run_state ON subsync_run (state);
+CREATE TABLE subsync_reject (
+    run_id   BIGINT  NOT NULL REFERENCES subsync_run (id) ON DELETE CASCADE,
+    ordinal  BIGINT  NOT NULL,
+    line     INTEGER NOT NULL,
+    sheet    TEXT    NOT NULL DEFAULT '',
+    col      TEXT    NOT NULL DEFAULT '',
+    value    TEXT    NOT NULL DEFAULT '',
+    code     TEXT    NOT NULL,
+    reason   TEXT    NOT NULL,
+    PRIMARY KEY (run_id, ordinal)
+);
+CREATE TABLE subsync_suppression (
+    list_id    BIGINT NOT NULL,
+    email      TEXT   NOT NULL,
+    status     TEXT   NOT NULL CHECK (status IN ('unsubscribed', 'bounce')),
+    changed_at BIGINT NOT NULL,
+    PRIMARY KEY (list_id, email)
+);
+CREATE INDEX subsync_suppression_email ON subsync_suppression (email);
+CREATE TABLE subsync_status_change (
+    id            BIGSERIAL PRIMARY KEY,
+    email         TEXT   NOT NULL,
+    status        TEXT   NOT NULL,
+    status_mobile TEXT   NOT NULL DEFAULT '',
+    list_id       BIGINT NOT NULL DEFAULT 0,
+    subscriber_id BIGINT NOT NULL DEFAULT 0,
+    changed_at    BIGINT NOT NULL,
+    recorded_at   BIGINT NOT NULL,
+    UNIQUE (email, status, changed_at, list_id)
+);
+CREATE TABLE subsync_status_cursor (
+    name       TEXT   PRIMARY KEY,
+    position   BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+CREATE TABLE subsync_writeback (
+    id          BIGSERIAL PRIMARY KEY,
+    change_id   BIGINT  NOT NULL REFERENCES subsync_status_change (id) ON DELETE CASCADE,
+    target      TEXT    NOT NULL,
+    state       TEXT    NOT NULL DEFAULT 'pending',
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    last_error  TEXT    NOT NULL DEFAULT '',
+    created_at  BIGINT  NOT NULL,
+    done_at     BIGINT  NOT NULL DEFAULT 0,
+    UNIQUE (change_id, target)
+);
+CREATE INDEX subsync_writeback_pending ON subsync_writeback (target, state, id);
+CREATE TABLE subsync_fingerprint (
+    list_id      BIGINT NOT NULL,
+    email_hash   BIGINT NOT NULL,
+    payload_hash BIGINT NOT NULL,
+    PRIMARY KEY (list_id, email_hash)
+);
+CREATE TABLE subsync_staged_file (
+    id         BIGSERIAL PRIMARY KEY,
+    name       TEXT   NOT NULL,
+    size       BIGINT NOT NULL DEFAULT 0,
+    chunks     INTEGER NOT NULL DEFAULT 0,
+    created_at BIGINT NOT NULL
+);
+CREATE TABLE subsync_staged_chunk (
+    file_id BIGINT  NOT NULL REFERENCES subsync_staged_file (id) ON DELETE CASCADE,
+    seq     INTEGER NOT NULL,
+    data    BYTEA   NOT NULL,
+    PRIMARY KEY (file_id, seq)
+)`,
+	},
+}
+
+// migrationLockKey is the Postgres advisory lock that serialises concurrent migrators.
+const migrationLockKey = 0x5ab5_c0de
+
+// Migrate creates or upgrades subsync's tables. It is idempotent, applies all pending
+// versions in one transaction, and is safe to run from several processes at once (Postgres
+// serialises them with an advisory lock, SQLite with its write lock).
+// It returns the versions it applied.
+func Migrate(ctx context.Context, db *sql.DB, d Dialect) ([]int, error) {
+	var applied []int
+	s := New(db, d)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if d == Postgres {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockKey); err != nil {
+				return fmt.Errorf("lock migrations: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS subsync_migration (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT    NOT NULL,
+    applied_at BIGINT  NOT NULL
+)`); err != nil {
+			return fmt.Errorf("create subsync_migration: %w", err)
+		}
+		done := map[int]bool{}
+		rows, err := tx.QueryContext(ctx, "SELECT version FROM subsync_migration")
+		if err != nil {
+			return fmt.Errorf("read subsync_migration: %w", err)
+		}
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				_ = rows.Close()
+				return fmt.Errorf("read subsync_migration: %w", err)
+			}
+			done[v] = true
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("read subsync_migration: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read subsync_migration: %w", err)
+		}
+		for _, m := range migrations {
+			if done[m.version] {
+				continue
+			}
+			text := m.sqlite
+			if d == Postgres {
+				text = m.postgres
+			}
+			for _, stmt := range strings.Split(text, ";\n") {
+				if strings.TrimSpace(stmt) == "" {
+					continue
+				}
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("migration %03d (%s): %w", m.version, m.name, err)
+				}
+			}
+			if _, err := tx.ExecContext(ctx,
+				"INSERT INTO subsync_migration (version, name, applied_at) VALUES ($1, $2, "+d.nowExpr()+")",
+				m.version, m.name); err != nil {
+				return fmt.Errorf("record migration %03d: %w", m.version, err)
+			}
+			applied = append(applied, m.version)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("migrate subsync tables (%s): %w", d, err)
+	}
+	return applied, nil
+}
+
+// LatestVersion is the newest schema version this build knows.
+func LatestVersion() int { return migrations[len(migrations)-1].version }

@@ -1,0 +1,438 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Run kinds, matching the job kinds.
+const (
+	KindImport     = "import"
+	KindSync       = "sync"
+	KindStatusPull = "status_pull"
+)
+
+// RunState is where a run stands.
+type RunState string
+
+// Run states. Completed, Failed and Cancelled are final.
+const (
+	// RunRunning: an attempt owns the run (see Run.LeaseUntil for whether it is still alive).
+	RunRunning RunState = "running"
+	// RunRetrying: the last attempt failed with a transient error; the queue retries it.
+	RunRetrying RunState = "retrying"
+	// RunInterrupted: the worker shut down gracefully; the run resumes on the next start.
+	RunInterrupted RunState = "interrupted"
+	RunCompleted   RunState = "completed"
+	RunFailed      RunState = "failed"
+	RunCancelled   RunState = "cancelled"
+)
+
+// Final reports whether no more work will happen on a run in this state.
+func (s RunState) Final() bool {
+	return s == RunCompleted || s == RunFailed || s == RunCancelled
+}
+
+// Counts are the row and request counters of a run.
+type Counts struct {
+	Read       int64 // source rows consumed (including unreadable rows)
+	Rejected   int64 // rows not sent because they are invalid (see Rejects)
+	Duplicates int64 // rows whose e-mail appeared earlier in the run
+	Suppressed int64 // rows skipped because the person unsubscribed or bounced
+	Unchanged  int64 // rows skipped because their payload is unchanged since the last push
+	Sent       int64 // rows acknowledged by the service
+	Batches    int64 // bulk batches acknowledged
+	Requests   int64 // HTTP requests made (including retries and 422 splits)
+	Retries    int64 // HTTP retries
+}
+
+// Add returns c + o.
+func (c Counts) Add(o Counts) Counts {
+	return Counts{
+		Read: c.Read + o.Read, Rejected: c.Rejected + o.Rejected, Duplicates: c.Duplicates + o.Duplicates,
+		Suppressed: c.Suppressed + o.Suppressed, Unchanged: c.Unchanged + o.Unchanged, Sent: c.Sent + o.Sent,
+		Batches: c.Batches + o.Batches, Requests: c.Requests + o.Requests, Retries: c.Retries + o.Retries,
+	}
+}
+
+// Run is one row of run history.
+type Run struct {
+	ID     int64
+	JobID  int64
+	Kind   string // KindImport, KindSync, KindStatusPull
+	Name   string // sync name, or the file name of an import
+	ListID int64
+	Source string // a path or a source name; never a DSN
+	State  RunState
+	Error  string // why the run failed, or why the last attempt stopped; empty once completed
+
+	// Position is the checkpoint: every source row with Ordinal <= Position is done.
+	Position   int64
+	TotalRows  int64 // 0 when unknown
+	BytesDone  int64 // source bytes consumed at the checkpoint, for files
+	TotalBytes int64 // file size, 0 when unknown
+	Counts     Counts
+	Attempts   int
+	Worker     string // the worker (queue client id) of the latest attempt
+
+	LeaseOwner string
+	LeaseUntil time.Time
+
+	ScheduledAt time.Time // the tick of a scheduled run, or when the job was queued
+	StartedAt   time.Time
+	UpdatedAt   time.Time
+	FinishedAt  time.Time
+}
+
+// Duration is how long the run took, or has taken so far.
+func (r Run) Duration() time.Duration {
+	end := r.FinishedAt
+	if end.IsZero() {
+		end = r.UpdatedAt
+	}
+	if r.StartedAt.IsZero() || end.Before(r.StartedAt) {
+		return 0
+	}
+	return end.Sub(r.StartedAt)
+}
+
+const runColumns = `id, job_id, kind, name, list_id, source, state, error, position, total_rows,
+bytes_done, total_bytes, rows_read, rows_rejected, rows_duplicate, rows_suppressed, rows_unchanged,
+rows_sent, batches, requests, retries, attempts, worker, lease_owner, lease_until, scheduled_at,
+started_at, updated_at, finished_at`
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanRun(sc rowScanner) (Run, error) {
+	var r Run
+	var state string
+	var leaseUntil, scheduled, started, updated, finished int64
+	err := sc.Scan(&r.ID, &r.JobID, &r.Kind, &r.Name, &r.ListID, &r.Source, &state, &r.Error,
+		&r.Position, &r.TotalRows, &r.BytesDone, &r.TotalBytes,
+		&r.Counts.Read, &r.Counts.Rejected, &r.Counts.Duplicates, &r.Counts.Suppressed, &r.Counts.Unchanged,
+		&r.Counts.Sent, &r.Counts.Batches, &r.Counts.Requests, &r.Counts.Retries, &r.Attempts, &r.Worker,
+		&r.LeaseOwner, &leaseUntil, &scheduled, &started, &updated, &finished)
+	if err != nil {
+		return Run{}, err
+	}
+	r.State = RunState(state)
+	r.LeaseUntil = fromMicros(leaseUntil)
+	r.ScheduledAt = fromMicros(scheduled)
+	r.StartedAt = fromMicros(started)
+	r.UpdatedAt = fromMicros(updated)
+	r.FinishedAt = fromMicros(finished)
+	return r, nil
+}
+
+// Claim describes the run of a job an attempt wants to work.
+type Claim struct {
+	JobID       int64
+	Kind        string
+	Name        string
+	ListID      int64
+	Source      string
+	ScheduledAt time.Time
+	// Owner is a token unique to this attempt; Worker names the worker for people.
+	Owner  string
+	Worker string
+	// TTL is how long the lease lasts without renewal.
+	TTL time.Duration
+}
+
+// ClaimRun creates the run of a job if it does not exist, and takes its lease for the caller.
+// It fails with ErrRunFinished (returning the run) when the run is final, and with
+// ErrLeaseHeld when another owner's lease has not expired.
+func (s *Store) ClaimRun(ctx context.Context, c Claim) (Run, error) {
+	if c.Owner == "" || c.TTL <= 0 {
+		return Run{}, errors.New("claim run: owner and TTL are required")
+	}
+	var run Run
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.d.nowExpr()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO subsync_run
+    (job_id, kind, name, list_id, source, state, scheduled_at, started_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, `+now+`, `+now+`)
+ON CONFLICT (job_id) DO NOTHING`,
+			c.JobID, c.Kind, c.Name, c.ListID, c.Source, string(RunRunning), micros(c.ScheduledAt)); err != nil {
+			return fmt.Errorf("create run of job %d: %w", c.JobID, err)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE subsync_run SET
+    lease_owner = $2, lease_until = `+now+` + $3, worker = $4, state = $5,
+    attempts = attempts + 1, updated_at = `+now+`
+WHERE job_id = $1 AND state NOT IN ('completed', 'failed', 'cancelled')
+    AND (lease_owner = '' OR lease_owner = $2 OR lease_until < `+now+`)`,
+			c.JobID, c.Owner, c.TTL.Microseconds(), c.Worker, string(RunRunning))
+		if err != nil {
+			return fmt.Errorf("claim run of job %d: %w", c.JobID, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("claim run of job %d: %w", c.JobID, err)
+		}
+		run, err = scanRun(tx.QueryRowContext(ctx, "SELECT "+runColumns+" FROM subsync_run WHERE job_id = $1", c.JobID))
+		if err != nil {
+			return fmt.Errorf("read run of job %d: %w", c.JobID, err)
+		}
+		if n == 0 {
+			if run.State.Final() {
+				return ErrRunFinished
+			}
+			return ErrLeaseHeld
+		}
+		return nil
+	})
+	return run, err
+}
+
+// RenewLease extends the caller's lease on a run by ttl from now (database clock).
+func (s *Store) RenewLease(ctx context.Context, runID int64, owner string, ttl time.Duration) error {
+	now := s.d.nowExpr()
+	res, err := s.db.ExecContext(ctx, `UPDATE subsync_run SET lease_until = `+now+` + $3, updated_at = `+now+`
+WHERE id = $1 AND lease_owner = $2`, runID, owner, ttl.Microseconds())
+	if err != nil {
+		return fmt.Errorf("renew lease of run %d: %w", runID, err)
+	}
+	return fenced(res, runID)
+}
+
+func fenced(res sql.Result, runID int64) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("run %d: %w", runID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("run %d: %w", runID, ErrLeaseLost)
+	}
+	return nil
+}
+
+// Checkpoint is what an acknowledged stretch of a run adds to its state, written atomically.
+type Checkpoint struct {
+	RunID int64
+	Owner string
+	TTL   time.Duration // the lease is renewed by this much
+	// Position is the new source position; every row at or below it is done.
+	Position  int64
+	BytesDone int64
+	// Delta is added to the run's counts.
+	Delta        Counts
+	Rejects      []Reject
+	Fingerprints []Fingerprint
+}
+
+// SetTotals records what is known in advance of a run's size.
+func (s *Store) SetTotals(ctx context.Context, runID int64, owner string, totalRows, totalBytes int64) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE subsync_run SET total_rows = $3, total_bytes = $4
+WHERE id = $1 AND lease_owner = $2`, runID, owner, totalRows, totalBytes)
+	if err != nil {
+		return fmt.Errorf("set totals of run %d: %w", runID, err)
+	}
+	return fenced(res, runID)
+}
+
+// Checkpoint writes cp in one transaction, fenced by the caller's lease. On ErrLeaseLost
+// nothing is written.
+func (s *Store) Checkpoint(ctx context.Context, cp Checkpoint) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.d.nowExpr()
+		d := cp.Delta
+		res, err := tx.ExecContext(ctx, `UPDATE subsync_run SET
+    position = $3, bytes_done = $4,
+    rows_read = rows_read + $5, rows_rejected = rows_rejected + $6, rows_duplicate = rows_duplicate + $7,
+    rows_suppressed = rows_suppressed + $8, rows_unchanged = rows_unchanged + $9, rows_sent = rows_sent + $10,
+    batches = batches + $11, requests = requests + $12, retries = retries + $13,
+    lease_until = `+now+` + $14, updated_at = `+now+`
+WHERE id = $1 AND lease_owner = $2`,
+			cp.RunID, cp.Owner, cp.Position, cp.BytesDone,
+			d.Read, d.Rejected, d.Duplicates, d.Suppressed, d.Unchanged, d.Sent, d.Batches, d.Requests, d.Retries,
+			cp.TTL.Microseconds())
+		if err != nil {
+			return fmt.Errorf("checkpoint run %d: %w", cp.RunID, err)
+		}
+		if err := fenced(res, cp.RunID); err != nil {
+			return err
+		}
+		if err := insertRejects(ctx, tx, s.d, cp.RunID, cp.Rejects); err != nil {
+			return err
+		}
+		return upsertFingerprints(ctx, tx, s.d, cp.Fingerprints)
+	})
+}
+
+// Release ends the caller's attempt without finishing the run: state is RunRetrying or
+// RunInterrupted, errMsg the reason. The lease is dropped so the next attempt starts at once.
+func (s *Store) Release(ctx context.Context, runID int64, owner string, state RunState, errMsg string) error {
+	if state.Final() || state == RunRunning {
+		return fmt.Errorf("release run %d: state %q is not a pause", runID, state)
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE subsync_run SET state = $3, error = $4,
+    lease_owner = '', lease_until = 0, updated_at = `+s.d.nowExpr()+`
+WHERE id = $1 AND lease_owner = $2`, runID, owner, string(state), errMsg)
+	if err != nil {
+		return fmt.Errorf("release run %d: %w", runID, err)
+	}
+	return fenced(res, runID)
+}
+
+// Finish records the outcome of a run (a final state) and drops the lease. errMsg is empty on
+// success.
+func (s *Store) Finish(ctx context.Context, runID int64, owner string, state RunState, errMsg string) error {
+	if !state.Final() {
+		return fmt.Errorf("finish run %d: state %q is not final", runID, state)
+	}
+	now := s.d.nowExpr()
+	res, err := s.db.ExecContext(ctx, `UPDATE subsync_run SET state = $3, error = $4,
+    lease_owner = '', lease_until = 0, updated_at = `+now+`, finished_at = `+now+`
+WHERE id = $1 AND lease_owner = $2`, runID, owner, string(state), errMsg)
+	if err != nil {
+		return fmt.Errorf("finish run %d: %w", runID, err)
+	}
+	return fenced(res, runID)
+}
+
+// CancelQueued records a run for a job cancelled before any attempt claimed it, or marks an
+// unowned run cancelled. A run owned by a live attempt is left to that attempt.
+func (s *Store) CancelQueued(ctx context.Context, c Claim, reason string) error {
+	now := s.d.nowExpr()
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO subsync_run
+    (job_id, kind, name, list_id, source, state, error, scheduled_at, updated_at, finished_at)
+VALUES ($1, $2, $3, $4, $5, 'cancelled', $6, $7, `+now+`, `+now+`)
+ON CONFLICT (job_id) DO NOTHING`,
+			c.JobID, c.Kind, c.Name, c.ListID, c.Source, reason, micros(c.ScheduledAt)); err != nil {
+			return fmt.Errorf("record cancelled job %d: %w", c.JobID, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE subsync_run SET state = 'cancelled', error = $2,
+    updated_at = `+now+`, finished_at = `+now+`
+WHERE job_id = $1 AND state NOT IN ('completed', 'failed', 'cancelled')
+    AND (lease_owner = '' OR lease_until < `+now+`)`, c.JobID, reason); err != nil {
+			return fmt.Errorf("cancel run of job %d: %w", c.JobID, err)
+		}
+		return nil
+	})
+}
+
+// Run returns one run by id.
+func (s *Store) Run(ctx context.Context, id int64) (Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, "SELECT "+runColumns+" FROM subsync_run WHERE id = $1", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("run %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("read run %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// RunByJob returns the run of a job.
+func (s *Store) RunByJob(ctx context.Context, jobID int64) (Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, "SELECT "+runColumns+" FROM subsync_run WHERE job_id = $1", jobID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("run of job %d: %w", jobID, ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("read run of job %d: %w", jobID, err)
+	}
+	return r, nil
+}
+
+// RunFilter selects runs for [Store.Runs]. Zero fields select everything.
+type RunFilter struct {
+	Kind   string
+	Name   string
+	States []RunState
+	// BeforeID pages backwards: only runs with a smaller id.
+	BeforeID int64
+	// Limit caps the result; 0 means 50.
+	Limit int
+}
+
+// Runs lists runs, newest first.
+func (s *Store) Runs(ctx context.Context, f RunFilter) ([]Run, error) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Kind != "" {
+		where = append(where, "kind = "+arg(f.Kind))
+	}
+	if f.Name != "" {
+		where = append(where, "name = "+arg(f.Name))
+	}
+	if len(f.States) > 0 {
+		var in []string
+		for _, st := range f.States {
+			in = append(in, arg(string(st)))
+		}
+		where = append(where, "state IN ("+strings.Join(in, ", ")+")")
+	}
+	if f.BeforeID > 0 {
+		where = append(where, "id < "+arg(f.BeforeID))
+	}
+	q := "SELECT " + runColumns + " FROM subsync_run"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	q += " ORDER BY id DESC LIMIT " + arg(limit)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var runs []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// ExpiredLeases returns the job ids of runs in RunRunning whose lease has expired on the
+// database clock: their worker died without releasing them.
+func (s *Store) ExpiredLeases(ctx context.Context) ([]int64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT job_id FROM subsync_run
+WHERE state = 'running' AND lease_owner <> '' AND lease_until < `+s.d.nowExpr()+` ORDER BY job_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list expired leases: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list expired leases: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list expired leases: %w", err)
+	}
+	return ids, nil
+}
+
+// LiveLease reports whether the run of jobID exists and is held by an unexpired lease.
+func (s *Store) LiveLease(ctx context.Context, jobID int64) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM subsync_run
+WHERE job_id = $1 AND lease_owner <> '' AND lease_until >= `+s.d.nowExpr(), jobID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("check lease of job %d: %w", jobID, err)
+	}
+	return n > 0, nil
+}

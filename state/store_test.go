@@ -1,0 +1,538 @@
+package state_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/internal/testdb"
+	"github.com/subsync/subsync/state"
+)
+
+// eachDB runs fn as parallel subtests on a fresh, migrated SQLite file and a fresh Postgres
+// schema.
+func eachDB(t *testing.T, fn func(t *testing.T, s *state.Store)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		fn(t, newSQLite(t))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		fn(t, newPostgres(t))
+	})
+}
+
+func newSQLite(t *testing.T) *state.Store {
+	t.Helper()
+	db, err := state.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "subsync.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = state.Migrate(context.Background(), db, state.SQLite)
+	require.NoError(t, err)
+	return state.New(db, state.SQLite)
+}
+
+func newPostgres(t *testing.T) *state.Store {
+	t.Helper()
+	u, _ := testdb.PostgresSchema(t)
+	db, err := sql.Open("pgx", u)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = state.Migrate(context.Background(), db, state.Postgres)
+	require.NoError(t, err)
+	return state.New(db, state.Postgres)
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		// Already migrated by the helper: again, from several goroutines at once, applies nothing.
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		applied := make([][]int, 4)
+		for i := range errs {
+			wg.Go(func() { applied[i], errs[i] = state.Migrate(ctx, s.DB(), s.Dialect()) })
+		}
+		wg.Wait()
+		for i := range errs {
+			require.NoError(t, errs[i])
+			require.Empty(t, applied[i])
+		}
+		var versions int
+		require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_migration").Scan(&versions))
+		require.Equal(t, state.LatestVersion(), versions)
+	})
+
+	t.Run("ConcurrentFirstMigration", func(t *testing.T) {
+		t.Parallel()
+
+		u, _ := testdb.PostgresSchema(t)
+		db, err := sql.Open("pgx", u)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		var wg sync.WaitGroup
+		total := make([]int, 3)
+		errs := make([]error, 3)
+		for i := range total {
+			wg.Go(func() {
+				var applied []int
+				applied, errs[i] = state.Migrate(context.Background(), db, state.Postgres)
+				total[i] = len(applied)
+			})
+		}
+		wg.Wait()
+		sum := 0
+		for i := range total {
+			require.NoError(t, errs[i])
+			sum += total[i]
+		}
+		require.Equal(t, state.LatestVersion(), sum, "each version is applied exactly once")
+	})
+}
+
+func claim(jobID int64, owner string, ttl time.Duration) state.Claim {
+	return state.Claim{JobID: jobID, Kind: state.KindImport, Name: "contacts.csv", ListID: 7,
+		Source: "/data/contacts.csv", Owner: owner, Worker: "w-" + owner, TTL: ttl}
+}
+
+func TestClaimRun(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+
+		run, err := s.ClaimRun(ctx, claim(11, "a", time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, state.RunRunning, run.State)
+		require.Equal(t, 1, run.Attempts)
+		require.Equal(t, "a", run.LeaseOwner)
+		require.Equal(t, "w-a", run.Worker)
+		require.Equal(t, int64(7), run.ListID)
+		require.False(t, run.StartedAt.IsZero())
+
+		// A second worker cannot take a live lease; the owner can re-claim.
+		_, err = s.ClaimRun(ctx, claim(11, "b", time.Minute))
+		require.ErrorIs(t, err, state.ErrLeaseHeld)
+		live, err := s.LiveLease(ctx, 11)
+		require.NoError(t, err)
+		require.True(t, live)
+		expired, err := s.ExpiredLeases(ctx)
+		require.NoError(t, err)
+		require.Empty(t, expired)
+
+		// A released run is claimed again at once, resuming from its checkpoint.
+		require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "a", TTL: time.Minute,
+			Position: 1000, Delta: state.Counts{Read: 1000, Sent: 990, Rejected: 10, Batches: 1, Requests: 1}}))
+		require.NoError(t, s.Release(ctx, run.ID, "a", state.RunInterrupted, "worker shut down"))
+		got, err := s.Run(ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, state.RunInterrupted, got.State)
+		require.Empty(t, got.LeaseOwner)
+
+		run2, err := s.ClaimRun(ctx, claim(11, "b", time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, run.ID, run2.ID)
+		require.Equal(t, 2, run2.Attempts)
+		require.Equal(t, int64(1000), run2.Position)
+		require.Equal(t, int64(990), run2.Counts.Sent)
+
+		// The old owner is fenced out.
+		err = s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "a", TTL: time.Minute, Position: 2000,
+			Delta: state.Counts{Read: 1000}, Rejects: []state.Reject{{Ordinal: 1500, Line: 1501, Code: "x", Reason: "y"}}})
+		require.ErrorIs(t, err, state.ErrLeaseLost)
+		require.ErrorIs(t, s.RenewLease(ctx, run.ID, "a", time.Minute), state.ErrLeaseLost)
+		require.ErrorIs(t, s.Finish(ctx, run.ID, "a", state.RunCompleted, ""), state.ErrLeaseLost)
+		got, err = s.Run(ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, int64(1000), got.Position)
+		require.Equal(t, int64(1000), got.Counts.Read)
+		require.Equal(t, 0, countRejects(t, s, run.ID))
+
+		require.NoError(t, s.Finish(ctx, run.ID, "b", state.RunCompleted, ""))
+		got, err = s.RunByJob(ctx, 11)
+		require.NoError(t, err)
+		require.Equal(t, state.RunCompleted, got.State)
+		require.False(t, got.FinishedAt.IsZero())
+		_, err = s.ClaimRun(ctx, claim(11, "c", time.Minute))
+		require.ErrorIs(t, err, state.ErrRunFinished)
+
+		_, err = s.Run(ctx, 999_999)
+		require.ErrorIs(t, err, state.ErrNotFound)
+		_, err = s.RunByJob(ctx, 999_999)
+		require.ErrorIs(t, err, state.ErrNotFound)
+	})
+}
+
+func TestClaimRunAfterLeaseExpiry(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		run, err := s.ClaimRun(ctx, claim(5, "dead", time.Millisecond))
+		require.NoError(t, err)
+
+		// The owner died: its lease expires on the database clock and another worker takes over.
+		require.Eventually(t, func() bool {
+			ids, err := s.ExpiredLeases(ctx)
+			require.NoError(t, err)
+			return len(ids) == 1 && ids[0] == 5
+		}, 5*time.Second, 5*time.Millisecond)
+		live, err := s.LiveLease(ctx, 5)
+		require.NoError(t, err)
+		require.False(t, live)
+
+		taken, err := s.ClaimRun(ctx, claim(5, "alive", time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, run.ID, taken.ID)
+		require.Equal(t, "alive", taken.LeaseOwner)
+		require.Equal(t, 2, taken.Attempts)
+		require.ErrorIs(t, s.RenewLease(ctx, run.ID, "dead", time.Minute), state.ErrLeaseLost)
+	})
+}
+
+func countRejects(t *testing.T, s *state.Store, runID int64) int {
+	t.Helper()
+	n := 0
+	require.NoError(t, s.Rejects(context.Background(), runID, func(state.Reject) error { n++; return nil }))
+	return n
+}
+
+func TestCheckpoint(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		run, err := s.ClaimRun(ctx, claim(1, "o", time.Minute))
+		require.NoError(t, err)
+
+		rejects := []state.Reject{
+			{Ordinal: 3, Line: 4, Column: "email", Value: "not-an-email", Code: "invalid_email", Reason: "not an e-mail address"},
+			{Ordinal: 9, Line: 10, Code: state.CodeUnreadable, Reason: "line 10: wrong number of fields"},
+		}
+		fps := []state.Fingerprint{{ListID: 7, Email: 1, Payload: 10}, {ListID: 7, Email: 2, Payload: 20}}
+		cp := state.Checkpoint{RunID: run.ID, Owner: "o", TTL: time.Minute, Position: 10, BytesDone: 512,
+			Delta: state.Counts{Read: 10, Rejected: 2, Sent: 8, Batches: 1, Requests: 2, Retries: 1}, Rejects: rejects,
+			Fingerprints: fps}
+		require.NoError(t, s.Checkpoint(ctx, cp))
+		// The same rejects again (a resumed run re-reading a row) are recorded once.
+		require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "o", TTL: time.Minute, Position: 12,
+			Delta: state.Counts{Read: 2, Duplicates: 1, Suppressed: 1}, Rejects: rejects[:1]}))
+
+		got, err := s.Run(ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, int64(12), got.Position)
+		require.Equal(t, state.Counts{Read: 12, Rejected: 2, Duplicates: 1, Suppressed: 1, Sent: 8, Batches: 1,
+			Requests: 2, Retries: 1}, got.Counts)
+
+		var all []state.Reject
+		require.NoError(t, s.Rejects(ctx, run.ID, func(r state.Reject) error { all = append(all, r); return nil }))
+		require.Equal(t, rejects, all)
+
+		// fn's error stops the stream and is returned as is.
+		stop := errors.New("stop")
+		require.ErrorIs(t, s.Rejects(ctx, run.ID, func(state.Reject) error { return stop }), stop)
+
+		require.NoError(t, s.SetTotals(ctx, run.ID, "o", 100, 4096))
+		got, err = s.Run(ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, int64(100), got.TotalRows)
+		require.Equal(t, int64(4096), got.TotalBytes)
+	})
+}
+
+func TestRuns(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		for i := int64(1); i <= 5; i++ {
+			c := claim(100+i, "o", time.Minute)
+			if i%2 == 0 {
+				c.Kind, c.Name = state.KindSync, "nightly"
+			}
+			run, err := s.ClaimRun(ctx, c)
+			require.NoError(t, err)
+			if i <= 3 {
+				require.NoError(t, s.Finish(ctx, run.ID, "o", state.RunFailed, "boom"))
+			}
+		}
+		all, err := s.Runs(ctx, state.RunFilter{})
+		require.NoError(t, err)
+		require.Len(t, all, 5)
+		require.Equal(t, int64(105), all[0].JobID, "newest first")
+
+		syncs, err := s.Runs(ctx, state.RunFilter{Kind: state.KindSync, Name: "nightly"})
+		require.NoError(t, err)
+		require.Len(t, syncs, 2)
+
+		running, err := s.Runs(ctx, state.RunFilter{States: []state.RunState{state.RunRunning}})
+		require.NoError(t, err)
+		require.Len(t, running, 2)
+
+		page, err := s.Runs(ctx, state.RunFilter{BeforeID: all[1].ID, Limit: 2})
+		require.NoError(t, err)
+		require.Len(t, page, 2)
+		require.Equal(t, all[2].ID, page[0].ID)
+
+		// A job cancelled while queued gets a cancelled run; an owned run is left alone.
+		require.NoError(t, s.CancelQueued(ctx, claim(200, "", 0), "cancelled by user"))
+		cancelled, err := s.RunByJob(ctx, 200)
+		require.NoError(t, err)
+		require.Equal(t, state.RunCancelled, cancelled.State)
+		require.Equal(t, "cancelled by user", cancelled.Error)
+		require.NoError(t, s.CancelQueued(ctx, claim(105, "", 0), "cancelled by user"))
+		owned, err := s.RunByJob(ctx, 105)
+		require.NoError(t, err)
+		require.Equal(t, state.RunRunning, owned.State)
+	})
+}
+
+func TestWriteRejectsCSV(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		run, err := s.ClaimRun(ctx, claim(1, "o", time.Minute))
+		require.NoError(t, err)
+		values := []string{"=HYPERLINK(\"http://x\")", "+47 123", "-1", "@SUM(A1)", "\tx", "\rx", "plain", ""}
+		var rejects []state.Reject
+		for i, v := range values {
+			rejects = append(rejects, state.Reject{Ordinal: int64(i + 1), Line: i + 2, Column: "phone", Value: v,
+				Code: "invalid", Reason: "=bad " + v})
+		}
+		require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "o", TTL: time.Minute,
+			Position: int64(len(values)), Rejects: rejects}))
+
+		var buf bytes.Buffer
+		require.NoError(t, s.WriteRejectsCSV(ctx, &buf, run.ID))
+		recs, err := csv.NewReader(&buf).ReadAll()
+		require.NoError(t, err)
+		require.Equal(t, []string{"line", "sheet", "column", "value", "code", "reason"}, recs[0])
+		want := []string{"'=HYPERLINK(\"http://x\")", "'+47 123", "'-1", "'@SUM(A1)", "'\tx", "'\rx", "plain", ""}
+		require.Len(t, recs, len(values)+1)
+		for i, w := range want {
+			rec := recs[i+1]
+			require.Equal(t, fmt.Sprint(i+2), rec[0])
+			require.Equal(t, w, rec[3], "value of row %d", i)
+			require.Equal(t, "'=bad "+values[i], rec[5], "reason of row %d", i)
+		}
+	})
+}
+
+func TestFingerprints(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		has, err := s.HasFingerprints(ctx, 7)
+		require.NoError(t, err)
+		require.False(t, has)
+
+		run, err := s.ClaimRun(ctx, claim(1, "o", time.Minute))
+		require.NoError(t, err)
+		// 2,500 rows (several statements), one e-mail twice: the later payload wins.
+		var fps []state.Fingerprint
+		var emails []uint64
+		for i := range 2500 {
+			e := state.EmailHash(fmt.Sprintf("person%d@example.com", i))
+			emails = append(emails, e)
+			fps = append(fps, state.Fingerprint{ListID: 7, Email: e, Payload: uint64(i)})
+		}
+		fps = append(fps, state.Fingerprint{ListID: 7, Email: emails[0], Payload: 4242})
+		fps = append(fps, state.Fingerprint{ListID: 8, Email: emails[1], Payload: 1})
+		require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "o", TTL: time.Minute,
+			Position: 1, Fingerprints: fps}))
+
+		got, err := s.Fingerprints(ctx, 7, append(emails, 12345))
+		require.NoError(t, err)
+		require.Len(t, got, 2500)
+		require.Equal(t, uint64(4242), got[emails[0]])
+		require.Equal(t, uint64(2499), got[emails[2499]])
+		has, err = s.HasFingerprints(ctx, 7)
+		require.NoError(t, err)
+		require.True(t, has)
+
+		// Hashes use all 64 bits, stored in signed columns.
+		big := state.Fingerprint{ListID: 9, Email: 1 << 63, Payload: ^uint64(0)}
+		require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "o", TTL: time.Minute,
+			Position: 2, Fingerprints: []state.Fingerprint{big}}))
+		got, err = s.Fingerprints(ctx, 9, []uint64{1 << 63})
+		require.NoError(t, err)
+		require.Equal(t, ^uint64(0), got[1<<63])
+
+		require.NoError(t, s.ForgetFingerprints(ctx, 7))
+		has, err = s.HasFingerprints(ctx, 7)
+		require.NoError(t, err)
+		require.False(t, has)
+	})
+}
+
+func TestHashes(t *testing.T) {
+	t.Parallel()
+
+	require.Equal(t, state.EmailHash("Ola.Nordmann@Example.NO "), state.EmailHash("ola.nordmann@example.no"))
+	require.NotEqual(t, state.EmailHash("a@example.com"), state.EmailHash("b@example.com"))
+	p := []byte(`{"email":"a@example.com"}`)
+	require.Equal(t, state.PayloadHash("m1", "", "", p), state.PayloadHash("m1", "", "", p))
+	require.NotEqual(t, state.PayloadHash("m1", "", "", p), state.PayloadHash("m2", "", "", p), "mapping changed")
+	require.NotEqual(t, state.PayloadHash("m1", "", "", p), state.PayloadHash("m1", "active", "", p), "status changed")
+	require.NotEqual(t, state.PayloadHash("m1", "active", "", p), state.PayloadHash("m1", "", "active", p))
+	require.NotEqual(t, state.PayloadHash("m1", "", "", p), state.PayloadHash("m1", "", "", []byte(`{"email":"b@example.com"}`)))
+}
+
+func TestStatusChanges(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+		changes := []state.StatusChange{
+			{Email: "Kari@Example.no", Status: state.StatusUnsubscribed, ListID: 7, SubscriberID: 1, ChangedAt: t0},
+			{Email: "per@example.no", Status: state.StatusBounce, ListID: 7, SubscriberID: 2, ChangedAt: t0.Add(time.Second)},
+			{Email: "ola@example.no", Status: state.StatusUnsubscribed, ListID: 8, SubscriberID: 3, ChangedAt: t0},
+			{Email: "lise@example.no", Status: state.StatusUnsubscribed, ListID: state.AllLists, SubscriberID: 4, ChangedAt: t0},
+		}
+		added, err := s.RecordStatusChanges(ctx, changes, []string{"crm"})
+		require.NoError(t, err)
+		require.Equal(t, 4, added)
+		// Pulling the same changes again changes nothing.
+		added, err = s.RecordStatusChanges(ctx, changes, []string{"crm"})
+		require.NoError(t, err)
+		require.Zero(t, added)
+
+		has, err := s.HasSuppressions(ctx, 7)
+		require.NoError(t, err)
+		require.True(t, has)
+		has, err = s.HasSuppressions(ctx, 99)
+		require.NoError(t, err)
+		require.True(t, has, "an all-lists suppression applies to every list")
+
+		sup, err := s.Suppressed(ctx, 7, []string{"kari@example.no", "PER@example.no", "ola@example.no", "lise@example.no", "new@example.no"})
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{"kari@example.no": "unsubscribed", "per@example.no": "bounce",
+			"lise@example.no": "unsubscribed"}, sup)
+
+		// An older "active" does not lift a newer unsubscribe; a newer one does.
+		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
+			{Email: "kari@example.no", Status: state.StatusActive, ListID: 7, ChangedAt: t0.Add(-time.Hour)},
+			{Email: "per@example.no", Status: state.StatusActive, ListID: 7, ChangedAt: t0.Add(time.Hour)},
+		}, nil)
+		require.NoError(t, err)
+		sup, err = s.Suppressed(ctx, 7, []string{"kari@example.no", "per@example.no"})
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{"kari@example.no": "unsubscribed"}, sup)
+
+		log, err := s.StatusChanges(ctx, "KARI@example.no", 0)
+		require.NoError(t, err)
+		require.Len(t, log, 2)
+		require.Equal(t, state.StatusActive, log[0].Status, "oldest first")
+		require.Equal(t, t0, log[1].ChangedAt)
+
+		wbs, err := s.PendingWriteBacks(ctx, "crm", 0)
+		require.NoError(t, err)
+		require.Len(t, wbs, 4, "queued once per new change for each target")
+		require.Equal(t, "kari@example.no", wbs[0].Change.Email)
+		require.NoError(t, s.CompleteWriteBack(ctx, wbs[0].ID, nil))
+		require.NoError(t, s.CompleteWriteBack(ctx, wbs[1].ID, errors.New("crm down")))
+		wbs, err = s.PendingWriteBacks(ctx, "crm", 0)
+		require.NoError(t, err)
+		require.Len(t, wbs, 3)
+		require.Equal(t, "crm down", wbs[0].LastError)
+		require.Equal(t, 1, wbs[0].Attempts)
+
+		require.NoError(t, s.Suppress(ctx, []state.Suppression{{ListID: 9, Email: "x@example.no", Status: state.StatusBounce, ChangedAt: t0}}))
+		require.Error(t, s.Suppress(ctx, []state.Suppression{{ListID: 9, Email: "y@example.no", Status: "active", ChangedAt: t0}}))
+	})
+}
+
+func TestStatusCursor(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		c, err := s.StatusCursor(ctx, "default")
+		require.NoError(t, err)
+		require.True(t, c.IsZero())
+		t1 := time.Date(2025, 3, 1, 10, 0, 0, 123000, time.UTC)
+		require.NoError(t, s.AdvanceStatusCursor(ctx, "default", t1))
+		require.NoError(t, s.AdvanceStatusCursor(ctx, "default", t1.Add(-time.Hour)))
+		c, err = s.StatusCursor(ctx, "default")
+		require.NoError(t, err)
+		require.Equal(t, t1, c, "never moves backwards")
+	})
+}
+
+func TestStagedFile(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		// Incompressible content spanning several chunks.
+		content := make([]byte, 2*state.StagedChunkSize+12345)
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := range content {
+			content[i] = byte(r.Uint32())
+		}
+		f, err := s.StageFile(ctx, "contacts.csv", bytes.NewReader(content))
+		require.NoError(t, err)
+		require.Equal(t, int64(len(content)), f.Size)
+		require.GreaterOrEqual(t, f.Chunks, 3)
+
+		rc, err := s.OpenStaged(ctx, f.ID)
+		require.NoError(t, err)
+		got, err := io.ReadAll(rc)
+		require.NoError(t, err)
+		require.NoError(t, rc.Close())
+		require.True(t, bytes.Equal(content, got), "staged content round-trips")
+
+		info, err := s.StagedFileInfo(ctx, f.ID)
+		require.NoError(t, err)
+		require.Equal(t, "contacts.csv", info.Name)
+
+		require.NoError(t, s.DeleteStaged(ctx, f.ID))
+		_, err = s.OpenStaged(ctx, f.ID)
+		require.ErrorIs(t, err, state.ErrNotFound)
+		var chunks int
+		require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_staged_chunk").Scan(&chunks))
+		require.Zero(t, chunks)
+		require.NoError(t, s.DeleteStaged(ctx, f.ID), "deleting twice is fine")
+	})
+}
+
+// BenchmarkRecordFingerprints measures recording fingerprints in 50,000-row flushes, as the
+// import pipeline does, into a table that grows to b.N rows.
+func BenchmarkRecordFingerprints(b *testing.B) {
+	db, err := state.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "subsync.db"))
+	require.NoError(b, err)
+	defer db.Close()
+	_, err = state.Migrate(context.Background(), db, state.SQLite)
+	require.NoError(b, err)
+	s := state.New(db, state.SQLite)
+	ctx := context.Background()
+	fps := make([]state.Fingerprint, 0, 50_000)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fps = append(fps, state.Fingerprint{ListID: 1, Email: state.EmailHash("p" + strconv.Itoa(i) + "@example.com"), Payload: uint64(i)})
+		if len(fps) == cap(fps) || i == b.N-1 {
+			require.NoError(b, s.RecordFingerprints(ctx, fps))
+			fps = fps[:0]
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
