@@ -171,21 +171,24 @@ type Sync struct {
 
 // Source describes one source of rows.
 type Source struct {
-	// Kind is csv, xlsx or sql. Default: from the extension of Path (.csv, .txt, .xlsx).
+	// Kind is csv, xlsx or sql. Default: from the extension of Path (.csv, .tsv, .txt, .tab;
+	// .xlsx, .xlsm), else from the file's content when it is opened.
 	Kind string `toml:"kind"`
 	// Path is the file of a csv or xlsx source.
 	Path string `toml:"path"`
-	// Encoding of a CSV file: utf-8 (default, a BOM is honoured), windows-1252, iso-8859-1, utf-16.
+	// Encoding of a CSV file: utf-8, windows-1252, iso-8859-15, utf-16le, utf-16be or another
+	// WHATWG label. Default: a byte order mark decides, else UTF-8 when valid, else windows-1252.
 	Encoding string `toml:"encoding"`
-	// Delimiter of a CSV file: one character. Default: detected from the header line.
+	// Delimiter of a CSV file: one ASCII character, or "tab". Default: detected (',', ';', tab, '|').
 	Delimiter string `toml:"delimiter"`
 	// Sheet names the worksheet of an xlsx source. Default: SheetIndex.
 	Sheet string `toml:"sheet"`
 	// SheetIndex picks the worksheet by position (0 = first) when Sheet is empty.
 	SheetIndex int `toml:"sheet_index"`
-	// HeaderRow is the 1-based row holding the column names. Default 1.
+	// HeaderRow is the 1-based row holding the column names. Default 0: the first non-empty row.
 	HeaderRow int `toml:"header_row"`
-	// Driver of a sql source: pgx (Postgres), mysql or sqlite.
+	// Driver of a sql source: pgx (Postgres; also postgres, postgresql), mysql (MySQL,
+	// MariaDB) or sqlite.
 	Driver string `toml:"driver"`
 	// DSN is the connection string of a sql source. Prefer DSNEnv or DSNFile for a DSN
 	// with a password.

@@ -170,13 +170,17 @@ source = { path = "b.csv" }
 		{"unknown table", "[apii]\nbase_url = \"x\"\n", `apii: unknown key`},
 		{"duplicate name", sync + sync, `syncs[1].name: "a": already used by syncs[0]`},
 		{"missing list", "[[syncs]]\nname = \"a\"\nsource = { path = \"a.csv\" }\n", `syncs[0].list: missing`},
-		{"kind not guessed", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { path = \"a.dat\" }\n", `syncs[0].source.kind: missing: csv, xlsx or sql`},
+		{"no source", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { encoding = \"latin1\" }\n", `syncs[0].source.path: missing: the file to read`},
+		{"source kind", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"json\", path = \"a.json\" }\n", `syncs[0].source.kind: "json": want csv, xlsx or sql`},
+		{"encoding", "[[syncs]]\nname = \"a\"\nlist = 1\n[syncs.source]\npath = \"b.csv\"\nencoding = \"klingon\"\n", `syncs[0].source.encoding: "klingon": unknown encoding`},
+		{"delimiter", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { path = \"a.csv\", delimiter = \";;\" }\n", `syncs[0].source.delimiter: ";;": want one ASCII character`},
 		{"sql needs query", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"sql\", driver = \"pgx\", dsn = \"postgres://x\" }\n", `syncs[0].source.query: missing`},
-		{"sql driver", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"sql\", driver = \"oracle\", dsn = \"x\", query = \"select 1\" }\n", `syncs[0].source.driver: "oracle": want one of pgx, mysql, sqlite`},
+		{"sql driver", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"sql\", driver = \"oracle\", dsn = \"x\", query = \"select 1\" }\n", `syncs[0].source.driver: "oracle": want pgx (Postgres), mysql (MySQL, MariaDB) or sqlite`},
 		{"dsn env unset", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"sql\", driver = \"pgx\", dsn_env = \"NOPE\", query = \"select 1\" }\n", `syncs[0].source.dsn_env: "NOPE": environment variable is not set`},
 		{"csv-only key", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { path = \"a.xlsx\", delimiter = \";\" }\n", `syncs[0].source.delimiter: only for a csv source`},
 		{"suppression", sync + "suppression = \"ignore\"\n", `syncs[0].suppression: "ignore": want "skip" or "update"`},
 		{"mapping file", sync + "mapping = \"nope.toml\"\n", `syncs[0].mapping: "`},
+		{"mapping missing file", sync + "mapping = \"nope.toml\"\n", `": cannot read: no such file or directory`},
 		{"write back kind", "[status.write_back]\nkind = \"email\"\n", `status.write_back.kind: "email": want "sql" or "csv"`},
 		{"both keys", "[api]\napi_key = \"a\"\napi_key_file = \"k\"\n", `api.api_key: set api.api_key or api.api_key_file, not both`},
 		{"syntax", "[api\n", `expected`},
@@ -195,7 +199,7 @@ source = { path = "b.csv" }
 			}
 			found := false
 			for _, l := range lines {
-				if strings.HasPrefix(l, tt.want) || (!strings.Contains(tt.want, ": ") && strings.Contains(l, tt.want)) {
+				if strings.HasPrefix(l, tt.want) || strings.HasSuffix(l, tt.want) || (!strings.Contains(tt.want, ": ") && strings.Contains(l, tt.want)) {
 					found = true
 				}
 			}
@@ -366,7 +370,7 @@ path = "in/Contacts.XLSX"
 	s := cfg.Syncs[0]
 	require.Equal(t, config.KindXLSX, s.Source.Kind)
 	require.Equal(t, filepath.Join(dir, "in", "Contacts.XLSX"), s.Source.Path)
-	require.Equal(t, 1, s.Source.HeaderRow)
+	require.Equal(t, 0, s.Source.HeaderRow, "0: the first non-empty row")
 	require.Equal(t, config.TimeZoneDefault, s.TimeZone)
 	require.Equal(t, config.SuppressionSkip, s.Suppression)
 	require.True(t, s.Mapping.IsZero())
@@ -377,18 +381,63 @@ path = "in/Contacts.XLSX"
 	require.Equal(t, config.BaseURLDefault, cfg.API.BaseURL)
 }
 
-func TestInlineMappingIsKept(t *testing.T) {
+func TestMappingInlineOrFile(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Parse("", []byte(`
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "crm.mapping.toml"), []byte(`
+[columns]
+"E-post" = "email"
+"Fornavn" = "firstname"
+`), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.mapping.toml"), []byte("[columns]\nx = \"nowhere\"\n"), 0o600))
+	path := filepath.Join(dir, "subsync.toml")
+	require.NoError(t, os.WriteFile(path, []byte(`
 [[syncs]]
-name = "x"
+name = "inline"
 list = 7
 source = { path = "a.csv" }
 [syncs.mapping]
-anything = "the mapping package checks it"
-`), creds)
+duplicates = "first"
+[syncs.mapping.columns]
+"Mail" = "email"
+
+[[syncs]]
+name = "file"
+list = 7
+source = { path = "a.csv" }
+mapping = "crm.mapping.toml"
+
+[[syncs]]
+name = "auto"
+list = 7
+source = { path = "a.csv" }
+`), 0o600))
+	cfg, err := config.Load(path, creds)
 	require.NoError(t, err)
-	require.Contains(t, string(cfg.Syncs[0].Mapping.Inline), "anything")
+	require.Equal(t, "first", cfg.Syncs[0].Mapping.Spec.Duplicates)
+	require.Equal(t, "email", cfg.Syncs[0].Mapping.Spec.Columns["Mail"].To)
+	require.Equal(t, filepath.Join(dir, "crm.mapping.toml"), cfg.Syncs[1].Mapping.File)
+	require.Equal(t, "firstname", cfg.Syncs[1].Mapping.Spec.Columns["Fornavn"].To)
+	require.Nil(t, cfg.Syncs[2].Mapping.Spec)
+	require.True(t, cfg.Syncs[2].Mapping.IsZero())
+
+	require.NoError(t, os.WriteFile(path, []byte(`
+[[syncs]]
+name = "inline"
+list = 7
+source = { path = "a.csv" }
+mapping = { duplicates = "sometimes", colums = {} }
+
+[[syncs]]
+name = "file"
+list = 7
+source = { path = "a.csv" }
+mapping = "bad.mapping.toml"
+`), 0o600))
+	_, err = config.Load(path, creds)
+	require.ErrorContains(t, err, `syncs[0].mapping.colums: unknown key`)
+	require.ErrorContains(t, err, `syncs[0].mapping.duplicates: want "last", "first" or "reject"`)
+	require.ErrorContains(t, err, `syncs[1].mapping: "`+filepath.Join(dir, "bad.mapping.toml")+`": columns.x: `)
 }
 
 func TestErrorIsFieldError(t *testing.T) {

@@ -222,11 +222,7 @@ func resolveDSN(probs *problems, key, dsn, env, file string, getenv func(string)
 func readSecret(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			return "", fmt.Errorf("cannot read: %w", pe.Err)
-		}
-		return "", fmt.Errorf("cannot read: %w", err)
+		return "", unwrapPath(err)
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {

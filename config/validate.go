@@ -8,11 +8,14 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
+	"golang.org/x/text/encoding/htmlindex"
 )
 
 // setDefaults fills every key left out (or zero) with its default.
@@ -41,7 +44,6 @@ func (c *Config) setDefaults() {
 		s.Suppression = cmp.Or(s.Suppression, SuppressionDefault)
 		src := &s.Source
 		src.Kind = strings.ToLower(cmp.Or(src.Kind, kindFromPath(src.Path)))
-		src.HeaderRow = cmp.Or(src.HeaderRow, 1)
 	}
 
 	st := &c.Status
@@ -52,12 +54,12 @@ func (c *Config) setDefaults() {
 
 func kindFromPath(p string) string {
 	switch strings.ToLower(filepath.Ext(p)) {
-	case ".csv", ".txt", ".tsv":
+	case ".csv", ".tsv", ".txt", ".tab":
 		return KindCSV
-	case ".xlsx", ".xlsm":
+	case ".xlsx", ".xlsm", ".xltx", ".xltm", ".xls":
 		return KindXLSX
 	}
-	return ""
+	return "" // the source's content decides when it is opened
 }
 
 // validate records every problem of a configuration whose defaults are filled.
@@ -187,26 +189,38 @@ func positive(p *problems, key string, d Duration) {
 	}
 }
 
-// Encodings a CSV source accepts.
-var encodings = map[string]bool{
-	"": true, "utf-8": true, "utf8": true, "windows-1252": true, "cp1252": true,
-	"iso-8859-1": true, "latin1": true, "iso-8859-15": true, "utf-16": true, "utf-16le": true, "utf-16be": true,
+// validEncoding reports whether a CSV source can be read in the named encoding: the UTF-16
+// forms, or any WHATWG label (utf-8, windows-1252, iso-8859-15, latin1, …).
+func validEncoding(name string) bool {
+	switch strings.ToLower(strings.TrimSpace(name)) {
+	case "", "utf-16", "utf16", "utf-16le", "utf-16be":
+		return true
+	}
+	_, err := htmlindex.Get(name)
+	return err == nil
+}
+
+// validDelimiter reports whether a CSV delimiter can be used: one ASCII character other
+// than a quote or a line break, or "tab".
+func validDelimiter(d string) bool {
+	switch d {
+	case "", "tab", `\t`, "\t":
+		return true
+	}
+	return len(d) == 1 && d[0] < utf8.RuneSelf && d[0] != '"' && d[0] != '\n' && d[0] != '\r'
 }
 
 // SQL drivers a sql source or write-back accepts.
-var drivers = []string{"pgx", "mysql", "sqlite"}
+var drivers = []string{"pgx", "postgres", "postgresql", "mysql", "sqlite"}
 
 func checkDriver(p *problems, key, d string) {
 	if d == "" {
-		p.add(key, "", "missing: one of %s", strings.Join(drivers, ", "))
+		p.add(key, "", "missing: pgx (Postgres), mysql (MySQL, MariaDB) or sqlite")
 		return
 	}
-	for _, ok := range drivers {
-		if d == ok {
-			return
-		}
+	if !slices.Contains(drivers, d) {
+		p.add(key, d, "want pgx (Postgres), mysql (MySQL, MariaDB) or sqlite")
 	}
-	p.add(key, d, "want one of %s", strings.Join(drivers, ", "))
 }
 
 func checkSource(p *problems, key string, s Source) {
@@ -215,8 +229,9 @@ func checkSource(p *problems, key string, s Source) {
 			p.add(key+"."+field, "", "only for a %s source", kind)
 		}
 	}
-	switch s.Kind {
-	case KindCSV, KindXLSX:
+	file := s.Kind == KindCSV || s.Kind == KindXLSX || (s.Kind == "" && s.Path != "")
+	switch {
+	case file:
 		if s.Path == "" {
 			p.add(key+".path", "", "missing: the %s file to read", s.Kind)
 		}
@@ -227,23 +242,24 @@ func checkSource(p *problems, key string, s Source) {
 		if s.Kind == KindCSV {
 			only("sheet", KindXLSX, s.Sheet != "")
 			only("sheet_index", KindXLSX, s.SheetIndex != 0)
-			if !encodings[strings.ToLower(s.Encoding)] {
-				p.add(key+".encoding", s.Encoding, "want utf-8, windows-1252, iso-8859-1, iso-8859-15 or utf-16")
-			}
-			if s.Delimiter != "" && len([]rune(s.Delimiter)) != 1 && s.Delimiter != `\t` {
-				p.add(key+".delimiter", s.Delimiter, "want one character")
-			}
-		} else {
+		}
+		if s.Kind == KindXLSX {
 			only("encoding", KindCSV, s.Encoding != "")
 			only("delimiter", KindCSV, s.Delimiter != "")
-			if s.SheetIndex < 0 {
-				p.add(key+".sheet_index", strconv.Itoa(s.SheetIndex), "must not be negative")
-			}
 		}
-		if s.HeaderRow < 1 {
-			p.add(key+".header_row", strconv.Itoa(s.HeaderRow), "must be at least 1")
+		if !validEncoding(s.Encoding) {
+			p.add(key+".encoding", s.Encoding, "unknown encoding: want utf-8, windows-1252, iso-8859-15, utf-16le, utf-16be or another WHATWG label")
 		}
-	case KindSQL:
+		if !validDelimiter(s.Delimiter) {
+			p.add(key+".delimiter", s.Delimiter, `want one ASCII character other than a quote or a line break, or "tab"`)
+		}
+		if s.SheetIndex < 0 {
+			p.add(key+".sheet_index", strconv.Itoa(s.SheetIndex), "must not be negative")
+		}
+		if s.HeaderRow < 0 {
+			p.add(key+".header_row", strconv.Itoa(s.HeaderRow), "must not be negative (0 = the first non-empty row)")
+		}
+	case s.Kind == KindSQL:
 		checkDriver(p, key+".driver", s.Driver)
 		if s.DSN == "" && s.DSNEnv == "" && s.DSNFile == "" {
 			p.add(key+".dsn", "", "missing (or dsn_env, or dsn_file)")
@@ -255,8 +271,9 @@ func checkSource(p *problems, key string, s Source) {
 		only("encoding", KindCSV, s.Encoding != "")
 		only("delimiter", KindCSV, s.Delimiter != "")
 		only("sheet", KindXLSX, s.Sheet != "")
-	case "":
-		p.add(key+".kind", "", "missing: csv, xlsx or sql (not guessed from the path %q)", s.Path)
+		only("header_row", "csv or xlsx", s.HeaderRow != 0)
+	case s.Kind == "":
+		p.add(key+".path", "", "missing: the file to read (or kind = \"sql\" with driver, dsn and query)")
 	default:
 		p.add(key+".kind", s.Kind, "want csv, xlsx or sql")
 	}

@@ -1,6 +1,9 @@
 package config
 
-import "github.com/subsync/subsync/sink"
+import (
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/sources"
+)
 
 // SinkConfig returns the subscriber service client's configuration. The caller adds what
 // is not configuration: Logger, Version, HTTPClient and Observer.
@@ -17,5 +20,15 @@ func (c *Config) SinkConfig() sink.Config {
 		MaxAttempts:       a.MaxAttempts,
 		MaxRetryTime:      a.MaxRetryTime.D(),
 		RetryAfterCap:     a.RetryAfterCap.D(),
+	}
+}
+
+// SourceConfig returns the reader configuration of a sync's source. The DSN is the resolved
+// secret (from dsn, dsn_env or dsn_file); the watermark is the run's to set.
+func (s Source) SourceConfig() sources.Config {
+	return sources.Config{
+		Kind: s.Kind, Path: s.Path, Encoding: s.Encoding, Delimiter: s.Delimiter,
+		Sheet: s.Sheet, SheetIndex: s.SheetIndex, HeaderRow: s.HeaderRow,
+		Driver: s.Driver, DSN: s.DSN, Query: s.Query, WatermarkColumn: s.WatermarkColumn,
 	}
 }
