@@ -318,3 +318,47 @@ func TestLogFormats(t *testing.T) {
 	r = h.run("", "--log-level", "warn", "lists", "create", "L")
 	require.Empty(t, r.stderr)
 }
+
+func TestPreview(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	csv := filepath.Join(h.dir, "contacts.csv")
+	require.NoError(t, os.WriteFile(csv, []byte("E-post;Fornavn;Notat\nada@example.com;Ada;vip\nnot-an-email;Bob;\n"), 0o600))
+
+	// Automatic mapping: no custom field, so the service is not asked.
+	out := h.ok("preview", csv)
+	require.Contains(t, out, "ada@example.com")
+	require.Contains(t, out, "invalid_email")
+	require.Empty(t, h.srv.Requests())
+
+	js := decode[map[string]any](t, h.ok("preview", csv, "--json"))
+	require.EqualValues(t, 1, js["stats"].(map[string]any)["rejected"])
+
+	// A custom field by label resolves to its slot; a missing one would be created.
+	_, slot := h.srv.CreateCustomField("Notes", sink.DatatypeString)
+	m := filepath.Join(h.dir, "m.toml")
+	require.NoError(t, os.WriteFile(m, []byte("create_missing = true\n[columns]\n\"E-post\" = \"email\"\n\"Notat\" = \"custom:Notes\"\nFornavn = \"custom:Nickname\"\n"), 0o600))
+	out = h.ok("preview", csv, "--mapping", m)
+	require.Contains(t, out, slot)
+	require.Contains(t, out, "custom:Nickname (string, would be created)")
+	require.Len(t, h.srv.Subscribers(), 0)
+	fields := decode[[]sink.CustomField](t, h.ok("fields", "ls", "--json"))
+	require.Len(t, fields, 1, "a preview creates nothing")
+
+	// A mapping that does not fit the file is a usage error.
+	require.NoError(t, os.WriteFile(m, []byte("[columns]\n\"Mail\" = \"email\"\n"), 0o600))
+	r := h.run("", "preview", csv, "--mapping", m)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "Mail")
+
+	// The mapping of a configured sync.
+	h.write(fmt.Sprintf("[api]\nbase_url = %q\nuser_id = %q\n[[syncs]]\nname = \"news\"\nlist = 1\nsource = { path = \"contacts.csv\" }\n[syncs.mapping.columns]\n\"E-post\" = \"email\"\nFornavn = \"lastname\"\n", h.srv.URL, h.srv.User))
+	out = h.ok("preview", csv, "--sync", "news")
+	require.Contains(t, out, "lastname")
+	r = h.run("", "preview", csv, "--sync", "nope")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, `no sync named "nope"`)
+
+	r = h.run("", "preview", filepath.Join(h.dir, "missing.csv"))
+	require.Equal(t, ExitFailure, r.code)
+}

@@ -12,9 +12,6 @@ func (a *app) pending(use, short string) *cobra.Command {
 	}
 }
 
-func (a *app) previewCommand() *cobra.Command {
-	return a.pending("preview FILE", "Dry run of a mapping")
-}
 func (a *app) migrateCommand() *cobra.Command {
 	return a.pending("migrate", "Create or upgrade the database")
 }
