@@ -1,7 +1,9 @@
 package sinktest
 
 import (
+	"bytes"
 	"crypto/subtle"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -86,6 +88,9 @@ type Emulator struct {
 
 	rmu  sync.Mutex // guards reqs
 	reqs []Request
+
+	stop     chan struct{} // closed by shutdown: ends every Latency wait
+	stopOnce sync.Once
 }
 
 // New returns an Emulator with an empty store: no lists, no custom fields, no subscribers.
@@ -97,7 +102,7 @@ func New(opts ...Option) *Emulator {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Emulator{opts: o, st: newStore()}
+	e := &Emulator{opts: o, st: newStore(), stop: make(chan struct{})}
 	e.SetFaults(o.faults)
 	return e
 }
@@ -119,16 +124,10 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		e.logRequest(r, rec, time.Since(start))
 	}()
-	if d.latency > 0 {
-		t := time.NewTimer(d.latency)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			rec.Fault = "canceled"
-			e.addRequest(rec)
-			return
-		}
+	if d.latency > 0 && !e.wait(r, d.latency) {
+		rec.Fault = faultCanceled
+		e.addRequest(rec)
+		return
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	if d.kind != "" && d.kind != faultDrop {
@@ -154,6 +153,31 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.Status, rec.Rows = sw.status, ri.rows
 	e.addRequest(rec)
 }
+
+// wait holds r for the injected latency. It reads the body first: the server notices a
+// client that went away only once the body is consumed. It reports false when the client
+// went away or the emulator shuts down.
+func (e *Emulator) wait(r *http.Request, latency time.Duration) bool {
+	if r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil {
+			return false
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	t := time.NewTimer(latency)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+	case <-e.stop:
+	}
+	return false
+}
+
+// shutdown ends every Latency wait, so that a server can close without waiting for them.
+func (e *Emulator) shutdown() { e.stopOnce.Do(func() { close(e.stop) }) }
 
 func (e *Emulator) logRequest(r *http.Request, rec Request, d time.Duration) {
 	e.opts.logger.LogAttrs(r.Context(), slog.LevelInfo, "request",

@@ -26,18 +26,23 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	e := New(opts...)
 	hs := httptest.NewServer(e)
-	t.Cleanup(hs.Close)
-	return &Server{
+	s := &Server{
 		Emulator: e, URL: hs.URL + V2Prefix, LegacyURL: hs.URL + V3Prefix,
 		User: e.opts.user, Key: e.opts.key, HTTP: hs,
 	}
+	t.Cleanup(s.Close)
+	return s
 }
 
 // Client returns an HTTP client for the server.
 func (s *Server) Client() *http.Client { return s.HTTP.Client() }
 
 // Close shuts the server down; NewServer registers it with t.Cleanup already.
-func (s *Server) Close() { s.HTTP.Close() }
+// Requests held by Latency end at once.
+func (s *Server) Close() {
+	s.shutdown()
+	s.HTTP.Close()
+}
 
 // Serve answers requests on ln until ctx ends, then shuts down gracefully (waiting up to 5s
 // for requests in flight) and returns nil.
@@ -50,6 +55,7 @@ func (e *Emulator) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
+	e.shutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
