@@ -20,7 +20,7 @@ type migration struct {
 var migrations = []migration{
 	{
 		version: 1,
-		name:    "runs, rejects, suppression, status log, fingerprints, staged files",
+		name:    "runs, rejects, suppression, status log, fingerprints, staged files, watermarks",
 		sqlite: `
 CREATE TABLE subsync_run (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -120,6 +120,11 @@ CREATE TABLE subsync_staged_chunk (
     seq     INTEGER NOT NULL,
     data    BLOB    NOT NULL,
     PRIMARY KEY (file_id, seq)
+);
+CREATE TABLE subsync_watermark (
+    name       TEXT    PRIMARY KEY,
+    value      TEXT    NOT NULL,
+    updated_at INTEGER NOT NULL
 )`,
 		postgres: `
 CREATE TABLE subsync_run (
@@ -220,6 +225,11 @@ CREATE TABLE subsync_staged_chunk (
     seq     INTEGER NOT NULL,
     data    BYTEA   NOT NULL,
     PRIMARY KEY (file_id, seq)
+);
+CREATE TABLE subsync_watermark (
+    name       TEXT   PRIMARY KEY,
+    value      TEXT   NOT NULL,
+    updated_at BIGINT NOT NULL
 )`,
 	},
 }

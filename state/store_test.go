@@ -536,3 +536,23 @@ func BenchmarkRecordFingerprints(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+func TestWatermark(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		v, err := s.Watermark(ctx, "sync:crm")
+		require.NoError(t, err)
+		require.Empty(t, v)
+		require.NoError(t, s.SetWatermark(ctx, "sync:crm", "2025-03-01T10:00:00Z"))
+		require.NoError(t, s.SetWatermark(ctx, "sync:crm", "2025-03-02T10:00:00Z"))
+		v, err = s.Watermark(ctx, "sync:crm")
+		require.NoError(t, err)
+		require.Equal(t, "2025-03-02T10:00:00Z", v)
+		require.NoError(t, s.SetWatermark(ctx, "sync:crm", ""))
+		v, err = s.Watermark(ctx, "sync:crm")
+		require.NoError(t, err)
+		require.Empty(t, v)
+	})
+}

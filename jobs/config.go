@@ -1,0 +1,188 @@
+package jobs
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/sources"
+)
+
+// Defaults of Config.
+const (
+	ConcurrencyDefault      = 4
+	BatchesInFlightDefault  = 2
+	ShutdownTimeoutDefault  = 30 * time.Second
+	LeaseTTLDefault         = 30 * time.Second
+	PollIntervalDefault     = 500 * time.Millisecond
+	StatusOverlapDefault    = 10 * time.Minute
+	FingerprintFlushDefault = 50_000
+	// SQLiteFile is the name of the embedded database in Config.DataDir.
+	SQLiteFile = "subsync.db"
+)
+
+// Suppression modes of a sync or an import: what happens to a row whose e-mail is in the
+// suppression list (the person unsubscribed or bounced).
+const (
+	// SuppressionSkip leaves the row out of the push; it is counted as suppressed. The default.
+	SuppressionSkip = "skip"
+	// SuppressionUpdate pushes the row's data without any e-mail status, so the service keeps
+	// the status it has.
+	SuppressionUpdate = "update"
+)
+
+// Config configures a Runtime. Zero fields take the defaults above.
+type Config struct {
+	// DatabaseURL is a Postgres URL (postgres://…): River and subsync's tables live there, and
+	// any number of workers may share it. Empty means the embedded SQLite database
+	// DataDir/subsync.db (one machine). The schema is the URL's search_path, if it sets one.
+	DatabaseURL string
+	// DataDir holds the SQLite database and working files (restored staged files). Required.
+	DataDir string
+
+	// Concurrency is how many jobs this process works at once.
+	Concurrency int
+	// BatchesInFlight is how many bulk batches one run has sent and not yet checkpointed. It
+	// bounds what a killed worker sends twice: at most this many batches per kill.
+	BatchesInFlight int
+	// ShutdownTimeout is how long a stopping worker lets in-flight batches finish before it
+	// cancels them. Runs resume from their checkpoint either way.
+	ShutdownTimeout time.Duration
+	// MetricsAddr is where Run serves /metrics and /healthz ("host:port"); empty = no listener
+	// (Handler serves the same).
+	MetricsAddr string
+
+	// Sink configures the subscriber service client. Its Observer, if any, still gets called;
+	// the Runtime adds its own for metrics.
+	Sink sink.Config
+	// Syncs are the named syncs `subsync sync NAME` and schedules run.
+	Syncs []SyncSpec
+	// Sources are named database sources an import may read (ImportArgs.Source): job args
+	// carry the name, never the DSN.
+	Sources map[string]sources.Config
+	// StatusPull configures the status pull job.
+	StatusPull StatusPullSpec
+
+	// Logger receives the runtime's logs (and River's). nil discards.
+	Logger *slog.Logger
+	// WorkerID names this worker in run history and River (client id); default host-pid-random.
+	WorkerID string
+
+	// LeaseTTL is how long a run stays claimed by a worker that stopped renewing it (killed,
+	// cut off) before another worker takes it over. Renewed every LeaseTTL/3.
+	LeaseTTL time.Duration
+	// PollInterval is how often Wait reads a run's progress.
+	PollInterval time.Duration
+	// FingerprintFlush is how many delta fingerprints a run buffers before writing them.
+	FingerprintFlush int
+}
+
+// SyncSpec is one named sync from a source into a list.
+type SyncSpec struct {
+	// Name identifies the sync; it is what job args carry.
+	Name string
+	// Schedule is a 5-field cron spec or a descriptor (@daily, @hourly, @every 1h); empty =
+	// on demand only.
+	Schedule string
+	// TimeZone is the IANA zone the schedule is read in (Europe/Oslo); empty = UTC.
+	TimeZone string
+	// ListID is the list the rows go to.
+	ListID int64
+	// Source is where rows come from (a file or a database, with its DSN).
+	Source sources.Config
+	// Mapping maps the source's columns; nil = by column names (mapping.Auto).
+	Mapping *mapping.Spec
+	// Suppression is SuppressionSkip (default) or SuppressionUpdate.
+	Suppression string
+}
+
+// StatusPullSpec configures the status pull.
+type StatusPullSpec struct {
+	// Schedule and TimeZone as in SyncSpec; empty = only on demand.
+	Schedule string
+	TimeZone string
+	// Overlap is subtracted from the cursor on every pull. Default StatusOverlapDefault.
+	Overlap time.Duration
+	// WriteBackTargets name the targets each new change is queued for (write-back runs in a
+	// later step); empty = changes only feed the suppression list.
+	WriteBackTargets []string
+}
+
+func (c Config) withDefaults() Config {
+	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
+	c.BatchesInFlight = cmp.Or(c.BatchesInFlight, BatchesInFlightDefault)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, ShutdownTimeoutDefault)
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, LeaseTTLDefault)
+	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.FingerprintFlush = cmp.Or(c.FingerprintFlush, FingerprintFlushDefault)
+	c.StatusPull.Overlap = cmp.Or(c.StatusPull.Overlap, StatusOverlapDefault)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	for i := range c.Syncs {
+		c.Syncs[i].Suppression = cmp.Or(c.Syncs[i].Suppression, SuppressionSkip)
+	}
+	return c
+}
+
+// validate checks the configuration; messages name the field.
+func (c Config) validate() error {
+	var errs []error
+	if c.DatabaseURL == "" && c.DataDir == "" {
+		errs = append(errs, errors.New("jobs: DataDir is required for the embedded database"))
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		errs = append(errs, errors.New("jobs: DatabaseURL must be a postgres:// URL"))
+	}
+	if c.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("jobs: Concurrency %d: want at least 1", c.Concurrency))
+	}
+	if c.BatchesInFlight < 1 {
+		errs = append(errs, fmt.Errorf("jobs: BatchesInFlight %d: want at least 1", c.BatchesInFlight))
+	}
+	if c.LeaseTTL < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("jobs: LeaseTTL %s: want at least 100ms", c.LeaseTTL))
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Syncs {
+		key := fmt.Sprintf("jobs: Syncs[%d]", i)
+		if s.Name == "" {
+			errs = append(errs, fmt.Errorf("%s.Name is empty", key))
+		}
+		if seen[s.Name] {
+			errs = append(errs, fmt.Errorf("%s.Name %q is used twice", key, s.Name))
+		}
+		seen[s.Name] = true
+		if s.ListID <= 0 {
+			errs = append(errs, fmt.Errorf("%s.ListID %d: want a list id", key, s.ListID))
+		}
+		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdate {
+			errs = append(errs, fmt.Errorf("%s.Suppression %q: want %q or %q", key, s.Suppression, SuppressionSkip, SuppressionUpdate))
+		}
+		if s.Schedule != "" {
+			if _, err := ParseSchedule(s.Schedule, s.TimeZone); err != nil {
+				errs = append(errs, fmt.Errorf("%s.Schedule: %w", key, err))
+			}
+		}
+	}
+	if c.StatusPull.Schedule != "" {
+		if _, err := ParseSchedule(c.StatusPull.Schedule, c.StatusPull.TimeZone); err != nil {
+			errs = append(errs, fmt.Errorf("jobs: StatusPull.Schedule: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) sync(name string) (SyncSpec, bool) {
+	for _, s := range c.Syncs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return SyncSpec{}, false
+}

@@ -1,0 +1,35 @@
+// Package jobs runs subsync's work as River jobs on SQLite (embedded, one machine) or
+// Postgres (any number of workers): one-off imports, named syncs on cron schedules, and
+// status pulls, with run history, checkpoints and rejects in package state.
+//
+// # Contract
+//
+//   - Open opens the database and applies River's and subsync's migrations (Migrate does only
+//     that). Run works jobs until its context ends, then stops taking jobs, lets in-flight
+//     batches finish for up to Config.ShutdownTimeout, keeps their checkpoints, and returns
+//     nil. It serves /metrics and /healthz on Config.MetricsAddr.
+//   - Job kinds: import (ImportArgs), sync (SyncArgs), status_pull (StatusPullArgs). Unique
+//     options keep at most one queued or running job per sync name, and one status pull.
+//     Schedules are River periodic jobs inserted by the elected leader only, so a fleet on one
+//     Postgres runs each tick once.
+//   - A run streams source → mapping → dedupe → suppression and delta filters → batches of
+//     at most 1000 (one per status group) → bulkinsert, with up to Config.BatchesInFlight
+//     batches sent and not yet checkpointed. After each acknowledged batch the checkpoint
+//     (the highest ordinal below which every row is done) is written with the counts and
+//     rejects of the rows it covers. A retried run resumes from its checkpoint: no row is
+//     lost, rows are counted once, and a killed worker's replacement sends again at most the
+//     batches that were in flight. A row waits for the acknowledgement of any in-flight batch
+//     holding the same e-mail, so the last row for an e-mail wins.
+//   - A worker that dies is replaced through its run's lease: a lease not renewed for
+//     Config.LeaseTTL (renewed every third of it) lets any worker's sweeper hand the job back
+//     to River, and the next attempt resumes. Every write of an attempt is fenced by its
+//     lease, so a worker that was merely slow cannot corrupt a run another took over.
+//   - Permanent failures (401/403/404/422 from the service, a missing file, an invalid
+//     mapping) fail the run at once (river.JobCancel) with a message for people; transient
+//     ones retry with River's backoff; a 429 whose Retry-After exceeds the client's cap
+//     snoozes the job for that long.
+//   - Job args carry names, paths and list ids, never a secret: the worker takes the API key
+//     and DSNs from its own Config. On Postgres an imported local file is staged into the
+//     database (see ImportArgs.Shared) and deleted when its run ends.
+//   - Wait follows a job's run and, when no worker runs in this process, works it in-process.
+package jobs

@@ -1,0 +1,137 @@
+package jobs_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/state"
+)
+
+func TestImportWait(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend)
+		const n = 5_500
+		invalid := func(i int) bool { return i%1000 == 0 }
+		path := contacts(t, t.TempDir(), n, invalid)
+		rt := b.open(t)
+
+		jobID, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID})
+		require.NoError(t, err)
+		var reports []jobs.Progress
+		run, err := rt.Wait(ctx, jobID, func(p jobs.Progress) { reports = append(reports, p) })
+		require.NoError(t, err)
+
+		require.Equal(t, state.RunCompleted, run.State)
+		require.Equal(t, jobID, run.JobID)
+		require.Equal(t, "contacts-5500.csv", run.Name)
+		require.Equal(t, int64(n), run.Position)
+		require.Equal(t, state.Counts{Read: n, Rejected: 5, Sent: n - 5, Batches: 6, Requests: 6}, run.Counts)
+		require.Equal(t, 1, run.Attempts)
+		require.Empty(t, run.Error)
+		require.NotEmpty(t, reports)
+		require.Equal(t, int64(n), reports[len(reports)-1].Rows)
+
+		subs := b.emu.ListSubscribers(b.listID)
+		require.Len(t, subs, n-5)
+		got, ok := b.emu.SubscriberByEmail("person1234@example.com")
+		require.True(t, ok)
+		require.Equal(t, "Ola1234", got.Fields["firstname"])
+		rows, _ := bulkRows(b.emu)
+		require.Equal(t, n-5, rows, "every valid row sent once")
+
+		var rejects []state.Reject
+		require.NoError(t, rt.State().Rejects(ctx, run.ID, func(r state.Reject) error { rejects = append(rejects, r); return nil }))
+		require.Len(t, rejects, 5)
+		require.Equal(t, state.Reject{Ordinal: 1000, Line: 1001, Column: "E-post", Value: "person1000-at-example.com",
+			Code: "invalid_email", Reason: rejects[0].Reason}, rejects[0])
+		var buf bytes.Buffer
+		require.NoError(t, rt.State().WriteRejectsCSV(ctx, &buf, run.ID))
+		recs, err := csv.NewReader(&buf).ReadAll()
+		require.NoError(t, err)
+		require.Len(t, recs, 6)
+		require.Equal(t, "1001", recs[1][0])
+
+		// The metrics count what the run history counts.
+		srv := httptest.NewServer(rt.Handler())
+		defer srv.Close()
+		body := get(t, srv.URL+"/metrics")
+		require.Contains(t, body, fmt.Sprintf(`subsync_rows_total{kind="import",outcome="sent"} %d`, n-5))
+		require.Contains(t, body, `subsync_rows_total{kind="import",outcome="rejected"} 5`)
+		require.Contains(t, body, `subsync_batches_total{kind="import"} 6`)
+		require.Contains(t, body, `subsync_api_responses_total{code="200",method="POST",route="/subscribers/bulkinsert"} 6`)
+		require.Contains(t, body, `subsync_run_duration_seconds_count{kind="import",outcome="completed"} 1`)
+		require.Equal(t, "ok\n", get(t, srv.URL+"/healthz"))
+	})
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestImportPermanentFailures(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend)
+		rt := b.open(t)
+		dir := t.TempDir()
+
+		// A mapping that does not fit the file fails the run at once, not after 25 attempts.
+		path := contacts(t, dir, 10, nil)
+		jobID, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID,
+			Mapping: mustSpec(t, `[columns]
+"Mobil" = "phone"
+"E-post" = "email"`)})
+		require.NoError(t, err)
+		run, err := rt.Wait(ctx, jobID, nil)
+		require.ErrorIs(t, err, jobs.ErrRunFailed)
+		require.Equal(t, state.RunFailed, run.State)
+		require.Equal(t, 1, run.Attempts)
+		require.Contains(t, run.Error, "Mobil")
+
+		// A file that is gone when the worker gets to it.
+		path = contacts(t, dir, 20, nil)
+		jobID, err = rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID, Shared: true})
+		require.NoError(t, err)
+		require.NoError(t, os.Remove(path))
+		run, err = rt.Wait(ctx, jobID, nil)
+		require.ErrorIs(t, err, jobs.ErrRunFailed)
+		require.Equal(t, 1, run.Attempts)
+		require.Contains(t, run.Error, "contacts-20.csv")
+		require.Empty(t, b.emu.ListSubscribers(b.listID))
+
+		// Enqueueing a missing file is refused before anything is queued.
+		_, err = rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID})
+		require.ErrorContains(t, err, "contacts-20.csv")
+	})
+}
+
+func mustSpec(t *testing.T, toml string) *mapping.Spec {
+	t.Helper()
+	s, err := mapping.ParseSpec([]byte(strings.TrimSpace(toml)))
+	require.NoError(t, err)
+	return &s
+}

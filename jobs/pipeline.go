@@ -1,0 +1,618 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/state"
+)
+
+// batchSender is what a run needs of the service; *sink.Client implements it.
+type batchSender interface {
+	InsertBatch(ctx context.Context, opts sink.BulkOptions, rows []sink.Subscriber) (sink.BatchResult, error)
+}
+
+// errInterrupted ends a run whose worker is shutting down; it resumes from its checkpoint.
+var errInterrupted = errors.New("worker shut down; the run resumes from its checkpoint")
+
+const (
+	// chunkRows is how many mapped rows are filtered (suppression, delta) with one lookup.
+	chunkRows = 1000
+	// lagRows: an open batch holding rows this far behind the last row read is sent even if
+	// not full, so that a rare status group does not hold the checkpoint back.
+	lagRows = 10 * sink.MaxBatchRows
+	// maxPendingCommits bounds checkpoints queued for the committer.
+	maxPendingCommits = 32
+	// commitTimeout bounds one checkpoint write. Checkpoints are written even while the job
+	// is being cancelled: they record batches the service has already acknowledged.
+	commitTimeout = 30 * time.Second
+)
+
+// pipeline streams one run: source → mapping → dedupe → filters (suppression, delta) →
+// batches (≤1000, one per status group) → the service, with up to window batches sent and
+// not yet checkpointed. It is driven by one goroutine (run); senders and the committer
+// report back over channels.
+//
+// The checkpoint is the highest ordinal below which every row is done: rejected, filtered,
+// or in a batch the service acknowledged. A checkpoint carries the counts, rejects and
+// fingerprints of exactly the rows it newly covers, so a resumed run (which skips rows at or
+// below the checkpoint) counts every row once, and re-sends at most the batches that were
+// in the window when the worker died.
+//
+// A row whose e-mail is in a batch sent and not yet acknowledged waits for that batch's
+// acknowledgement before its own batch is sent, so the last row for an e-mail wins.
+type pipeline struct {
+	store            *state.Store
+	sender           batchSender
+	log              *slog.Logger
+	reader           sources.Reader
+	mapper           *mapping.Mapper
+	dedupe           *mapping.Deduper
+	mappingFP        string
+	listID           int64
+	tag              string
+	runID            int64
+	owner            string
+	ttl              time.Duration
+	windowSize       int
+	delta            bool // skip rows whose payload is unchanged since the last push
+	checkSuppression bool
+	suppressionMode  string
+	hasFingerprints  bool
+	fpFlush          int
+	stopping         <-chan struct{}
+	onCommit         func(state.Counts)
+
+	pos         int64 // position of the last checkpoint handed to the committer
+	lastRead    int64
+	unplacedMin int64 // smallest ordinal read and not yet placed in a batch or outcome; 0 = none
+	sheet       string
+	open        map[groupKey]*batch
+	unacked     map[uint64]int // e-mail hash → sent, unacknowledged batches holding it
+	window      []*batch       // sent, not yet checkpointed, in send order
+	nUnacked    int
+	outcomes    []outcome // rows not sent (or counted) awaiting the checkpoint, in ordinal order
+	seq         int
+	firstErr    error // the first failure: reading stops, in-flight batches finish
+	commitErr   error // a checkpoint failed (lease lost): nothing more is checkpointed
+	jsonBuf     []byte
+
+	results        chan *batch
+	commits        chan *commitUnit
+	commitDone     chan *commitUnit
+	pendingCommits int
+	done           chan struct{}
+}
+
+type groupKey struct{ status, statusMobile string }
+
+type batch struct {
+	seq            int
+	key            groupKey
+	rows           []sink.Subscriber
+	ords           []int64
+	lines          []int
+	emails         []uint64
+	payloads       []uint64
+	minOrd, maxOrd int64
+
+	res       sink.BatchResult
+	err       error
+	acked     bool
+	committed bool // handed to the committer
+}
+
+// outcome is what happened to one row outside of a batch's acknowledgement.
+type outcome struct {
+	ord    int64
+	counts state.Counts
+	reject *state.Reject
+}
+
+type commitUnit struct {
+	cp      state.Checkpoint
+	fps     []state.Fingerprint
+	batches []*batch
+	err     error
+}
+
+// run streams the source until its end, ctx's end, a failure, or the runtime stopping. It
+// returns nil when every row is done and checkpointed, errInterrupted on a stop.
+func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
+	p.pos, p.lastRead = startPos, startPos
+	p.open = map[groupKey]*batch{}
+	p.unacked = map[uint64]int{}
+	p.results = make(chan *batch, p.windowSize)
+	p.commits = make(chan *commitUnit, 2*maxPendingCommits)
+	p.commitDone = make(chan *commitUnit, 2*maxPendingCommits)
+	p.done = make(chan struct{})
+	committerErr := make(chan error, 1)
+	go func() { committerErr <- p.committer(ctx) }()
+	defer func() {
+		close(p.done)
+		close(p.commits)
+		if cerr := <-committerErr; cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	readErr := p.read(ctx, startPos)
+	if readErr == nil {
+		// The whole source is read: send what is left, oldest first.
+		for _, b := range p.openByAge() {
+			if err := p.dispatch(ctx, b); err != nil {
+				readErr = err
+				break
+			}
+		}
+	}
+	// Let what is in flight finish (also on a stop or a failure: its acknowledgements are
+	// checkpointed), then write the last checkpoint.
+	for p.nUnacked > 0 || p.pendingCommits > 0 {
+		if err := p.waitEvent(ctx); err != nil {
+			return errors.Join(readErr, err)
+		}
+	}
+	if p.commitErr == nil {
+		p.advance(ctx)
+		for p.pendingCommits > 0 {
+			if err := p.waitEvent(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case p.firstErr != nil:
+		return p.firstErr
+	case readErr != nil:
+		return readErr
+	}
+	return nil
+}
+
+// read consumes the source and places rows; it returns nil at the end of the source.
+func (p *pipeline) read(ctx context.Context, startPos int64) error {
+	chunk := make([]mapping.Row, 0, chunkRows)
+	dups := make([]bool, 0, chunkRows) // the row's e-mail appeared earlier in the run
+	for {
+		if p.firstErr != nil {
+			return p.firstErr
+		}
+		select {
+		case <-p.stopping:
+			return errInterrupted
+		default:
+		}
+		rec, err := p.reader.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var rowErr *sources.RowError
+		if err != nil && !errors.As(err, &rowErr) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("read source: %w", err)
+		}
+		if rec.Ordinal <= startPos {
+			// Already done before a restart: only remember its e-mail, so duplicates are
+			// still found across the restart.
+			if rowErr == nil {
+				if row, rej := p.mapper.Map(rec); rej == nil {
+					p.dedupe.Observe(row.Sub.Email)
+				}
+			}
+			continue
+		}
+		p.lastRead = rec.Ordinal
+		if p.sheet == "" {
+			p.sheet = rec.Sheet
+		}
+		if rowErr != nil {
+			r := p.mapper.RejectRow(rec, rowErr)
+			p.reject(r)
+			continue
+		}
+		row, rej := p.mapper.Map(rec)
+		if rej != nil {
+			p.reject(*rej)
+			continue
+		}
+		before := p.dedupe.Duplicates()
+		send, drej := p.dedupe.Check(row)
+		dup := p.dedupe.Duplicates() > before
+		if dup {
+			if drej != nil {
+				p.reject(*drej)
+				continue
+			}
+			p.outcomes = append(p.outcomes, outcome{ord: row.Ordinal, counts: state.Counts{Duplicates: 1}})
+			if !send {
+				continue
+			}
+		}
+		if len(chunk) == 0 {
+			p.unplacedMin = row.Ordinal
+		}
+		chunk = append(chunk, row)
+		dups = append(dups, dup)
+		if len(chunk) == chunkRows {
+			if err := p.place(ctx, chunk, dups); err != nil {
+				return err
+			}
+			chunk, dups = chunk[:0], dups[:0]
+		}
+	}
+	if len(chunk) > 0 {
+		if err := p.place(ctx, chunk, dups); err != nil {
+			return err
+		}
+	}
+	p.unplacedMin = 0
+	p.advance(ctx)
+	return nil
+}
+
+func (p *pipeline) reject(r mapping.Reject) {
+	p.outcomes = append(p.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Rejected: 1}, reject: &state.Reject{
+		Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Column: r.Column, Value: r.Value, Code: r.Code, Reason: r.Message,
+	}})
+}
+
+// place filters a chunk of mapped rows and adds the survivors to their batches.
+func (p *pipeline) place(ctx context.Context, chunk []mapping.Row, dups []bool) error {
+	var suppressed map[string]string
+	if p.checkSuppression {
+		emails := make([]string, len(chunk))
+		for i, r := range chunk {
+			emails[i] = r.Sub.Email
+		}
+		var err error
+		if suppressed, err = p.store.Suppressed(ctx, p.listID, emails); err != nil {
+			return err
+		}
+	}
+	emailHashes := make([]uint64, len(chunk))
+	payloadHashes := make([]uint64, len(chunk))
+	skip := make([]bool, len(chunk))
+	for i := range chunk {
+		r := &chunk[i]
+		if len(suppressed) > 0 {
+			if _, ok := suppressed[state.NormaliseEmail(r.Sub.Email)]; ok {
+				if p.suppressionMode == SuppressionSkip {
+					p.outcomes = append(p.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Suppressed: 1}})
+					skip[i] = true
+					continue
+				}
+				// SuppressionUpdate: push the data, never a status that could make the
+				// person active again.
+				if r.Status == sink.StatusActive || r.Status == sink.StatusReactivate {
+					r.Status = ""
+				}
+			}
+		}
+		emailHashes[i] = state.EmailHash(r.Sub.Email)
+		p.jsonBuf = r.Sub.AppendJSON(p.jsonBuf[:0])
+		payloadHashes[i] = state.PayloadHash(p.mappingFP, r.Status, r.StatusMobile, p.jsonBuf)
+	}
+	if p.delta && p.hasFingerprints {
+		var lookup []uint64
+		for i := range chunk {
+			if !skip[i] {
+				lookup = append(lookup, emailHashes[i])
+			}
+		}
+		known, err := p.store.Fingerprints(ctx, p.listID, lookup)
+		if err != nil {
+			return err
+		}
+		for i, r := range chunk {
+			if !skip[i] {
+				if h, ok := known[emailHashes[i]]; ok && h == payloadHashes[i] {
+					p.outcomes = append(p.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Unchanged: 1}})
+					skip[i] = true
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(p.outcomes, func(a, b outcome) int { return cmpInt64(a.ord, b.ord) })
+	for i, r := range chunk {
+		if skip[i] {
+			continue
+		}
+		if err := p.add(ctx, r, dups[i], emailHashes[i], payloadHashes[i]); err != nil {
+			return err
+		}
+	}
+	p.unplacedMin = 0
+	// A rare status group must not hold the checkpoint back for long.
+	for _, b := range p.openByAge() {
+		if b.minOrd < p.lastRead-lagRows {
+			if err := p.dispatch(ctx, b); err != nil {
+				return err
+			}
+		}
+	}
+	p.advance(ctx)
+	return nil
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// add puts one row into the open batch of its status group, sending batches as they fill.
+func (p *pipeline) add(ctx context.Context, r mapping.Row, dup bool, emailHash, payloadHash uint64) error {
+	key := groupKey{r.Status, r.StatusMobile}
+	if dup {
+		// The same e-mail may be in an open batch (a duplicate under "last"): send that
+		// batch first, so this row goes in a later request and wins.
+		for _, b := range p.openByAge() {
+			if slices.Contains(b.emails, emailHash) {
+				if err := p.dispatch(ctx, b); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	b := p.open[key]
+	if b == nil {
+		b = &batch{key: key, minOrd: r.Ordinal, rows: make([]sink.Subscriber, 0, sink.MaxBatchRows)}
+		p.open[key] = b
+	}
+	b.rows = append(b.rows, r.Sub)
+	b.ords = append(b.ords, r.Ordinal)
+	b.lines = append(b.lines, r.Line)
+	b.emails = append(b.emails, emailHash)
+	b.payloads = append(b.payloads, payloadHash)
+	b.maxOrd = r.Ordinal
+	if len(b.rows) == sink.MaxBatchRows {
+		return p.dispatch(ctx, b)
+	}
+	return nil
+}
+
+// openByAge returns the open batches, oldest first row first.
+func (p *pipeline) openByAge() []*batch {
+	if len(p.open) == 0 {
+		return nil
+	}
+	bs := make([]*batch, 0, len(p.open))
+	for _, b := range p.open {
+		bs = append(bs, b)
+	}
+	slices.SortFunc(bs, func(a, b *batch) int { return cmpInt64(a.minOrd, b.minOrd) })
+	return bs
+}
+
+// dispatch sends an open batch once the window has room and no e-mail of it is in a sent,
+// unacknowledged batch.
+func (p *pipeline) dispatch(ctx context.Context, b *batch) error {
+	// b stays open (holding the checkpoint back) until it is sent.
+	for {
+		if p.firstErr != nil {
+			return p.firstErr
+		}
+		conflict := false
+		for _, e := range b.emails {
+			if p.unacked[e] > 0 {
+				conflict = true
+				break
+			}
+		}
+		if !conflict && len(p.window) < p.windowSize {
+			break
+		}
+		if !conflict && p.nUnacked == 0 && p.pendingCommits == 0 {
+			// The window is full of acknowledged batches whose checkpoint waits for rows of
+			// a batch not sent yet: sending is the only way forward.
+			break
+		}
+		if err := p.waitEvent(ctx); err != nil {
+			return err
+		}
+	}
+	delete(p.open, b.key)
+	p.seq++
+	b.seq = p.seq
+	p.window = append(p.window, b)
+	p.nUnacked++
+	for _, e := range b.emails {
+		p.unacked[e]++
+	}
+	opts := sink.BulkOptions{ListID: p.listID, Status: b.key.status, StatusMobile: b.key.statusMobile, Tag: p.tag}
+	go func() {
+		b.res, b.err = p.sender.InsertBatch(ctx, opts, b.rows)
+		select {
+		case p.results <- b:
+		case <-p.done:
+		}
+	}()
+	return nil
+}
+
+// waitEvent handles the next acknowledgement or finished checkpoint.
+func (p *pipeline) waitEvent(ctx context.Context) error {
+	select {
+	case b := <-p.results:
+		p.acked(ctx, b)
+	case u := <-p.commitDone:
+		p.committed(u)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (p *pipeline) acked(ctx context.Context, b *batch) {
+	p.nUnacked--
+	for _, e := range b.emails {
+		if p.unacked[e]--; p.unacked[e] <= 0 {
+			delete(p.unacked, e)
+		}
+	}
+	if b.err != nil {
+		// The batch stays in the window unacknowledged: the checkpoint never passes it, and
+		// the next attempt sends it again.
+		if p.firstErr == nil {
+			p.firstErr = b.err
+		}
+		return
+	}
+	b.acked = true
+	p.advance(ctx)
+}
+
+func (p *pipeline) committed(u *commitUnit) {
+	p.pendingCommits--
+	if u.err != nil {
+		if p.firstErr == nil {
+			p.firstErr = u.err
+		}
+		if p.commitErr == nil {
+			p.commitErr = u.err
+		}
+		return
+	}
+	p.window = slices.DeleteFunc(p.window, func(b *batch) bool { return b.committed && slices.Contains(u.batches, b) })
+	if p.onCommit != nil {
+		p.onCommit(u.cp.Delta)
+	}
+}
+
+// watermark is the highest ordinal below which every row is done.
+func (p *pipeline) watermark() int64 {
+	w := p.lastRead
+	hold := func(ord int64) {
+		if ord-1 < w {
+			w = ord - 1
+		}
+	}
+	if p.unplacedMin > 0 {
+		hold(p.unplacedMin)
+	}
+	for _, b := range p.open {
+		hold(b.minOrd)
+	}
+	for _, b := range p.window {
+		if !b.acked {
+			hold(b.minOrd)
+		}
+	}
+	return w
+}
+
+// advance hands the committer a checkpoint for everything newly done.
+func (p *pipeline) advance(ctx context.Context) {
+	if p.commitErr != nil {
+		return
+	}
+	w := p.watermark()
+	if w <= p.pos {
+		return
+	}
+	u := &commitUnit{cp: state.Checkpoint{RunID: p.runID, Owner: p.owner, TTL: p.ttl, Position: w,
+		BytesDone: p.reader.Progress().Bytes}}
+	d := &u.cp.Delta
+	d.Read = w - p.pos
+	for _, b := range p.window {
+		if !b.acked || b.committed || b.maxOrd > w {
+			continue
+		}
+		b.committed = true
+		u.batches = append(u.batches, b)
+		d.Sent += int64(b.res.Sent)
+		d.Batches++
+		d.Requests += int64(b.res.Requests)
+		d.Retries += int64(b.res.Retries)
+		refused := make(map[int]bool, len(b.res.Rejects))
+		for _, rr := range b.res.Rejects {
+			if rr.Index < 0 || rr.Index >= len(b.ords) {
+				continue
+			}
+			refused[rr.Index] = true
+			d.Rejected++
+			u.cp.Rejects = append(u.cp.Rejects, state.Reject{Ordinal: b.ords[rr.Index], Line: b.lines[rr.Index],
+				Sheet: p.sheet, Column: "", Value: rr.Email, Code: state.CodeRefused, Reason: rr.Reason})
+		}
+		for i := range b.rows {
+			if !refused[i] {
+				u.fps = append(u.fps, state.Fingerprint{ListID: p.listID, Email: b.emails[i], Payload: b.payloads[i]})
+			}
+		}
+		b.rows = nil // the payloads are no longer needed
+	}
+	n := 0
+	for n < len(p.outcomes) && p.outcomes[n].ord <= w {
+		o := p.outcomes[n]
+		*d = d.Add(o.counts)
+		if o.reject != nil {
+			u.cp.Rejects = append(u.cp.Rejects, *o.reject)
+		}
+		n++
+	}
+	p.outcomes = append(p.outcomes[:0], p.outcomes[n:]...)
+	p.pos = w
+	for p.pendingCommits >= maxPendingCommits {
+		select {
+		case cu := <-p.commitDone:
+			p.committed(cu)
+		case <-ctx.Done():
+			return
+		}
+	}
+	p.pendingCommits++
+	p.commits <- u
+}
+
+// committer writes checkpoints in order, and the fingerprints of acknowledged rows in
+// batches of fpFlush.
+func (p *pipeline) committer(ctx context.Context) error {
+	base := context.WithoutCancel(ctx)
+	var fps []state.Fingerprint
+	var fpErr error
+	flush := func() {
+		if len(fps) == 0 || fpErr != nil {
+			return
+		}
+		wctx, cancel := context.WithTimeout(base, commitTimeout)
+		defer cancel()
+		if err := p.store.RecordFingerprints(wctx, fps); err != nil {
+			// Not fatal: a missing fingerprint only makes the next sync send the row again.
+			p.log.WarnContext(ctx, "could not record delta fingerprints", slog.Any("error", err))
+			fpErr = err
+		}
+		fps = fps[:0]
+	}
+	for u := range p.commits {
+		wctx, cancel := context.WithTimeout(base, commitTimeout)
+		u.err = p.store.Checkpoint(wctx, u.cp)
+		cancel()
+		if u.err == nil {
+			fps = append(fps, u.fps...)
+			if len(fps) >= p.fpFlush {
+				flush()
+			}
+		}
+		select {
+		case p.commitDone <- u:
+		case <-p.done:
+		}
+	}
+	flush()
+	return nil
+}

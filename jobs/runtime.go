@@ -1,0 +1,324 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/state"
+)
+
+// Runtime is subsync's worker machinery on one database: the River client with the import,
+// sync and status pull workers, the schedules, the state store and the metrics.
+//
+// Open it once per process. Run works jobs until its context ends; the Enqueue methods and
+// the history queries work without Run (a command that only queues a job).
+type Runtime struct {
+	cfg      Config
+	log      *slog.Logger
+	db       *database
+	store    *state.Store
+	q        queue
+	metrics  *metrics
+	sink     *sink.Client
+	sinkErr  error
+	workerID string
+
+	mu       sync.Mutex
+	working  bool          // the River client is started (by Run or Wait)
+	stopping chan struct{} // closed when the working session starts stopping
+	periodic bool          // schedules were added to the client
+}
+
+// Open opens the database (creating the SQLite file if needed), applies River's and
+// subsync's migrations, and builds the River client. Close releases it.
+func Open(ctx context.Context, cfg Config) (*Runtime, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	db, err := openDatabase(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.migrate(ctx); err != nil {
+		db.close()
+		return nil, err
+	}
+	rt := &Runtime{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		db:       db,
+		store:    state.New(db.stateDB, db.dialect),
+		metrics:  newMetrics(),
+		workerID: cfg.WorkerID,
+		stopping: make(chan struct{}),
+	}
+	if rt.workerID == "" {
+		rt.workerID = defaultWorkerID()
+	}
+	sc := cfg.Sink
+	userObserver := sc.Observer
+	sc.Observer = func(ri sink.ResponseInfo) {
+		rt.metrics.observe(ri)
+		if userObserver != nil {
+			userObserver(ri)
+		}
+	}
+	if sc.Logger == nil {
+		sc.Logger = cfg.Logger
+	}
+	// A command that only reads history needs no credentials: a bad sink configuration fails
+	// Run and the jobs, not Open.
+	rt.sink, rt.sinkErr = sink.New(sc)
+
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &ImportWorker{rt: rt})
+	river.AddWorker(workers, &SyncWorker{rt: rt})
+	river.AddWorker(workers, &StatusPullWorker{rt: rt})
+	rt.q, err = db.newQueue(&river.Config{
+		ID:              rt.workerID,
+		Logger:          cfg.Logger,
+		JobTimeout:      -1,
+		Queues:          map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Concurrency}},
+		SoftStopTimeout: cfg.ShutdownTimeout,
+		Workers:         workers,
+	})
+	if err != nil {
+		db.close()
+		return nil, fmt.Errorf("create river client: %w", err)
+	}
+	return rt, nil
+}
+
+// Migrate creates or upgrades the database (River's tables and subsync's) and returns.
+func Migrate(ctx context.Context, cfg Config) error {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	db, err := openDatabase(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	return db.migrate(ctx)
+}
+
+func defaultWorkerID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "worker"
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+}
+
+// State returns the state store: run history, rejects, suppression list.
+func (rt *Runtime) State() *state.Store { return rt.store }
+
+// WorkerID is the name of this worker in run history.
+func (rt *Runtime) WorkerID() string { return rt.workerID }
+
+// Close releases the database. Call it after Run and Wait have returned.
+func (rt *Runtime) Close() {
+	rt.db.close()
+}
+
+// Run works queued and scheduled jobs until ctx ends, serving /metrics and /healthz on
+// Config.MetricsAddr. When ctx ends it stops taking jobs, lets in-flight batches finish for
+// up to ShutdownTimeout (then cancels them), keeps their checkpoints, and returns nil: the
+// interrupted runs resume on the next start, here or on another worker.
+func (rt *Runtime) Run(ctx context.Context) error {
+	if rt.sinkErr != nil {
+		return fmt.Errorf("subscriber service client: %w", rt.sinkErr)
+	}
+	var srv *http.Server
+	if rt.cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", rt.cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen for metrics on %s: %w", rt.cfg.MetricsAddr, err)
+		}
+		srv = &http.Server{Handler: rt.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		rt.log.InfoContext(ctx, "serving metrics", slog.String("addr", ln.Addr().String()))
+	}
+	stop, err := rt.startWorking(ctx, true)
+	if err != nil {
+		if srv != nil {
+			_ = srv.Close()
+		}
+		return err
+	}
+	rt.log.InfoContext(ctx, "worker started", slog.String("worker", rt.workerID),
+		slog.String("database", rt.db.dialect.String()), slog.Int("concurrency", rt.cfg.Concurrency))
+	var runErr error
+	select {
+	case <-ctx.Done():
+		rt.log.InfoContext(ctx, "worker stopping: letting in-flight batches finish",
+			slog.Duration("timeout", rt.cfg.ShutdownTimeout))
+	case <-rt.q.Stopped():
+		runErr = errors.New("the job queue stopped unexpectedly")
+	}
+	stopErr := stop()
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = srv.Shutdown(sctx)
+		cancel()
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if stopErr != nil {
+		return stopErr
+	}
+	rt.log.InfoContext(ctx, "worker stopped")
+	return nil
+}
+
+// startWorking starts the River client (with the schedules when periodic) and the lease
+// sweeper. The returned stop function stops both gracefully.
+func (rt *Runtime) startWorking(ctx context.Context, periodic bool) (stop func() error, err error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.working {
+		return nil, errors.New("this runtime is already working jobs")
+	}
+	if periodic && !rt.periodic {
+		pjs, err := rt.periodicJobs()
+		if err != nil {
+			return nil, err
+		}
+		rt.q.PeriodicJobs().AddMany(pjs)
+		rt.periodic = true
+	}
+	rt.stopping = make(chan struct{})
+	base := context.WithoutCancel(ctx)
+	if err := rt.q.Start(base); err != nil {
+		return nil, fmt.Errorf("start job queue: %w", err)
+	}
+	rt.working = true
+	sweepCtx, cancelSweep := context.WithCancel(base)
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		rt.sweep(sweepCtx)
+	}()
+	stopping := rt.stopping
+	return func() error {
+		close(stopping)
+		cancelSweep()
+		<-sweepDone
+		// River cancels the jobs' contexts after SoftStopTimeout; the extra time is for them
+		// to write their last checkpoint and return.
+		sctx, cancel := context.WithTimeout(base, rt.cfg.ShutdownTimeout+10*time.Second)
+		defer cancel()
+		err := rt.q.Stop(sctx)
+		rt.mu.Lock()
+		rt.working = false
+		rt.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("stop job queue: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// isStopping reports whether the current working session is stopping.
+func (rt *Runtime) stoppingChan() <-chan struct{} {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.stopping
+}
+
+// sweep takes over runs whose worker died: a job River still holds as running whose run has
+// no live lease (and was attempted more than a lease ago) is made available again.
+func (rt *Runtime) sweep(ctx context.Context) {
+	interval := rt.cfg.LeaseTTL / 2
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := rt.sweepOnce(ctx); err != nil && ctx.Err() == nil {
+			rt.log.WarnContext(ctx, "lease sweep failed", slog.Any("error", err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (rt *Runtime) sweepOnce(ctx context.Context) error {
+	res, err := rt.q.JobList(ctx, river.NewJobListParams().
+		Kinds(KindImport, KindSync, KindStatusPull).
+		States("running").
+		First(1000))
+	if err != nil {
+		return fmt.Errorf("list running jobs: %w", err)
+	}
+	horizon := time.Now().Add(-rt.cfg.LeaseTTL)
+	for _, job := range res.Jobs {
+		if job.AttemptedAt == nil || job.AttemptedAt.After(horizon) {
+			continue
+		}
+		live, err := rt.store.LiveLease(ctx, job.ID)
+		if err != nil {
+			return err
+		}
+		if live {
+			continue
+		}
+		ok, err := rt.db.resetJob(ctx, job.ID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			rt.log.WarnContext(ctx, "took over a job whose worker stopped renewing its lease",
+				slog.Int64("job_id", job.ID), slog.String("kind", job.Kind))
+		}
+	}
+	return nil
+}
+
+// periodicJobs turns the schedules of the configuration into River periodic jobs. Only the
+// elected leader inserts them, so a fleet runs each tick once.
+func (rt *Runtime) periodicJobs() ([]*river.PeriodicJob, error) {
+	var pjs []*river.PeriodicJob
+	for _, s := range rt.cfg.Syncs {
+		if s.Schedule == "" {
+			continue
+		}
+		sched, err := ParseSchedule(s.Schedule, s.TimeZone)
+		if err != nil {
+			return nil, fmt.Errorf("sync %q: %w", s.Name, err)
+		}
+		name := s.Name
+		pjs = append(pjs, river.NewPeriodicJob(sched, func() (river.JobArgs, *river.InsertOpts) {
+			return SyncArgs{Name: name}, nil
+		}, &river.PeriodicJobOpts{ID: "sync:" + name}))
+	}
+	if sp := rt.cfg.StatusPull; sp.Schedule != "" {
+		sched, err := ParseSchedule(sp.Schedule, sp.TimeZone)
+		if err != nil {
+			return nil, fmt.Errorf("status pull: %w", err)
+		}
+		pjs = append(pjs, river.NewPeriodicJob(sched, func() (river.JobArgs, *river.InsertOpts) {
+			return StatusPullArgs{}, nil
+		}, &river.PeriodicJobOpts{ID: "status_pull"}))
+	}
+	return pjs, nil
+}

@@ -1,0 +1,104 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/subsync/subsync/sources"
+)
+
+// activeStates are the job states in which a sync or status pull counts as queued or
+// running: unique options allow one such job per sync name (or one status pull).
+var activeStates = []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+}
+
+// ErrAlreadyQueued is returned (with the id of the existing job) when a sync or status pull
+// is queued while one is already queued or running.
+var ErrAlreadyQueued = errors.New("already queued or running")
+
+// SyncArgs are the arguments of a sync job: the name of a sync in the worker's
+// configuration, which holds its source, list and mapping.
+type SyncArgs struct {
+	Name string `json:"name" river:"unique"`
+	// Full sends every row, ignoring the delta fingerprints (and a SQL watermark).
+	Full bool `json:"full,omitempty"`
+}
+
+// Kind is the job kind.
+func (SyncArgs) Kind() string { return KindSync }
+
+// InsertOpts keep at most one queued or running job per sync name.
+func (SyncArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: activeStates}}
+}
+
+// EnqueueSync queues the named sync now. If that sync is already queued or running, it
+// returns that job's id with an error wrapping ErrAlreadyQueued.
+func (rt *Runtime) EnqueueSync(ctx context.Context, name string, full bool) (int64, error) {
+	if _, ok := rt.cfg.sync(name); !ok {
+		return 0, fmt.Errorf("sync %q is not in the configuration", name)
+	}
+	res, err := rt.q.Insert(ctx, SyncArgs{Name: name, Full: full}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("queue sync %q: %w", name, err)
+	}
+	if res.UniqueSkippedAsDuplicate {
+		return res.Job.ID, fmt.Errorf("sync %q is %w as job %d", name, ErrAlreadyQueued, res.Job.ID)
+	}
+	return res.Job.ID, nil
+}
+
+// SyncWorker works sync jobs.
+type SyncWorker struct {
+	river.WorkerDefaults[SyncArgs]
+	rt *Runtime
+}
+
+// Timeout: a sync runs as long as it needs; a dead worker is detected by its lease.
+func (w *SyncWorker) Timeout(*river.Job[SyncArgs]) time.Duration { return -1 }
+
+// Work runs the sync: rows whose payload is unchanged since the last push are skipped
+// unless Full; an incremental SQL source reads from its watermark.
+func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
+	rt := w.rt
+	spec, ok := rt.cfg.sync(job.Args.Name)
+	d := runDesc{kind: KindSync, name: job.Args.Name, listID: spec.ListID, source: spec.Source.Path}
+	if spec.Source.Path == "" && spec.Source.Query != "" {
+		d.source = "sql: " + spec.Source.Query
+	}
+	return rt.work(ctx, job.JobRow, d, func(ctx context.Context, a *attempt) error {
+		if !ok {
+			return permanent(fmt.Errorf("sync %q is not in this worker's configuration", job.Args.Name))
+		}
+		src := spec.Source
+		watermarkKey := "sync:" + spec.Name
+		incremental := src.WatermarkColumn != "" && isSQL(src)
+		if incremental && !job.Args.Full {
+			wm, err := rt.store.Watermark(ctx, watermarkKey)
+			if err != nil {
+				return err
+			}
+			src.Watermark = wm
+		}
+		wm, err := rt.stream(ctx, a, streamSpec{source: src, listID: spec.ListID, mapping: spec.Mapping,
+			suppression: spec.Suppression, delta: !job.Args.Full})
+		if err != nil {
+			return err
+		}
+		if incremental && wm != "" {
+			return rt.store.SetWatermark(ctx, watermarkKey, wm)
+		}
+		return nil
+	})
+}
+
+func isSQL(src sources.Config) bool {
+	return src.Kind == sources.KindSQL || src.Kind == "" && src.Path == "" && src.Query != ""
+}

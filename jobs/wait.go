@@ -1,0 +1,100 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/subsync/subsync/state"
+)
+
+// Errors Wait returns (wrapped, with the run's message) when the awaited run did not complete.
+var (
+	ErrRunFailed    = errors.New("run failed")
+	ErrRunCancelled = errors.New("run cancelled")
+)
+
+// Progress is what Wait reports while a run goes on.
+type Progress struct {
+	JobID int64
+	RunID int64 // 0 until a worker starts the run
+	// State is "queued" until a worker starts the run, then the run's state.
+	State string
+	// Rows is how many source rows are done (checkpointed); TotalRows is 0 when the source
+	// does not know it in advance. Bytes and TotalBytes do the same for files.
+	Rows, TotalRows   int64
+	Bytes, TotalBytes int64
+	Counts            state.Counts
+}
+
+// Wait follows a job until its run ends, calling progress (if not nil) every PollInterval,
+// and returns the run. A run that failed or was cancelled is returned with an error wrapping
+// ErrRunFailed or ErrRunCancelled.
+//
+// Unless Run is working jobs in this process, Wait works them itself: it starts a River
+// client on the same database (without the schedules) and stops it once the awaited run
+// ended. If a worker elsewhere takes the job first, Wait simply follows the run's state.
+// Other jobs this client picked up meanwhile are interrupted and resume later.
+func (rt *Runtime) Wait(ctx context.Context, jobID int64, progress func(Progress)) (run state.Run, err error) {
+	rt.mu.Lock()
+	working := rt.working
+	rt.mu.Unlock()
+	if !working && rt.sinkErr == nil {
+		if stop, serr := rt.startWorking(ctx, false); serr == nil {
+			defer func() {
+				if stopErr := stop(); stopErr != nil && err == nil {
+					err = stopErr
+				}
+			}()
+		}
+	}
+	t := time.NewTicker(rt.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		run, err := rt.store.RunByJob(ctx, jobID)
+		switch {
+		case err == nil:
+			if progress != nil {
+				progress(Progress{JobID: jobID, RunID: run.ID, State: string(run.State), Rows: run.Position,
+					TotalRows: run.TotalRows, Bytes: run.BytesDone, TotalBytes: run.TotalBytes, Counts: run.Counts})
+			}
+			switch run.State {
+			case state.RunCompleted:
+				return run, nil
+			case state.RunFailed:
+				return run, fmt.Errorf("run %d (job %d): %w: %s", run.ID, jobID, ErrRunFailed, run.Error)
+			case state.RunCancelled:
+				return run, fmt.Errorf("run %d (job %d): %w", run.ID, jobID, ErrRunCancelled)
+			}
+		case errors.Is(err, state.ErrNotFound):
+			if progress != nil {
+				progress(Progress{JobID: jobID, State: "queued"})
+			}
+		default:
+			return state.Run{}, err
+		}
+		job, jerr := rt.q.JobGet(ctx, jobID)
+		if errors.Is(jerr, rivertype.ErrNotFound) {
+			return run, fmt.Errorf("job %d: no such job", jobID)
+		}
+		if jerr != nil {
+			return run, fmt.Errorf("read job %d: %w", jobID, jerr)
+		}
+		switch job.State {
+		case rivertype.JobStateCancelled:
+			if run.ID == 0 {
+				return run, fmt.Errorf("job %d: %w before it started", jobID, ErrRunCancelled)
+			}
+		case rivertype.JobStateDiscarded:
+			return run, fmt.Errorf("job %d: %w after %d attempts: %s", jobID, ErrRunFailed, job.Attempt, run.Error)
+		}
+		select {
+		case <-ctx.Done():
+			return run, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
