@@ -10,32 +10,46 @@ import (
 
 // clean trims s, collapses every run of white space (and control characters, the BOM and
 // zero-width spaces) inside it to one ASCII space, and puts it in Unicode NFC.
-// It returns s itself, without allocating, when s is already clean.
-// ok is false when s is not valid UTF-8.
+// It returns s itself or a substring of it, without allocating, when only ASCII spaces at its
+// ends are to go and it is already NFC. ok is false when s is not valid UTF-8.
 func clean(s string) (_ string, ok bool) {
-	n := len(s)
-	if n == 0 {
-		return s, true
+	for len(s) > 0 && s[0] == ' ' {
+		s = s[1:]
 	}
-	prevSpace := true // a space at the start is as dirty as a double space
-	for i := 0; i < n; i++ {
+	for len(s) > 0 && s[len(s)-1] == ' ' {
+		s = s[:len(s)-1]
+	}
+	ascii := true
+	prevSpace := true
+	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= utf8.RuneSelf {
-			return cleanSlow(s)
-		}
-		if c <= ' ' || c == 0x7f {
-			if c != ' ' || prevSpace {
-				return cleanSlow(s)
+		if c < utf8.RuneSelf {
+			if c <= ' ' || c == 0x7f {
+				if c != ' ' || prevSpace {
+					return cleanSlow(s)
+				}
+				prevSpace = true
+			} else {
+				prevSpace = false
 			}
-			prevSpace = true
+			i++
 			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return "", false
+		}
+		if isBlank(r) {
+			return cleanSlow(s)
+		}
+		ascii = false
 		prevSpace = false
+		i += size
 	}
-	if prevSpace {
-		return cleanSlow(s)
+	if ascii {
+		return s, true
 	}
-	return s, true
+	return norm.NFC.String(s), true
 }
 
 // isBlank reports whether r counts as white space for clean.

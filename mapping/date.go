@@ -90,6 +90,9 @@ func normDate(s string, r dateRule) (string, string) {
 		}
 		return "", "is after " + r.max.String()
 	}
+	if len(s) == 10 && s[4] == '-' && s[7] == '-' {
+		return s, "" // already YYYY-MM-DD: no need to build it again
+	}
 	return c.String(), ""
 }
 

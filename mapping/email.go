@@ -25,7 +25,7 @@ const (
 // contain them, and the service would refuse them.
 // It returns the address and "" when valid, or a message saying what is wrong.
 func normEmail(s string) (string, string) {
-	s = strings.ToLower(s)
+	s = lower(s)
 	if len(s) > maxEmail {
 		return s, "is longer than 254 characters"
 	}
@@ -95,11 +95,16 @@ func checkDomain(d string) string {
 	if d[0] == '[' {
 		return "has an IP address instead of a domain"
 	}
-	for label := range strings.SplitSeq(d, ".") {
+	for rest := d; ; {
+		label := rest
+		dot := strings.IndexByte(rest, '.')
+		if dot >= 0 {
+			label, rest = rest[:dot], rest[dot+1:]
+		}
 		if label == "" {
 			return "has an empty part in the domain " + quote(d)
 		}
-		if utf8.RuneCountInString(label) > maxDomainPart {
+		if len(label) > maxDomainPart && utf8.RuneCountInString(label) > maxDomainPart {
 			return "has a domain part longer than 63 characters"
 		}
 		if label[0] == '-' || label[len(label)-1] == '-' {
@@ -119,6 +124,9 @@ func checkDomain(d string) string {
 				return "contains the character " + quoteRune(r) + " in the domain"
 			}
 			i += size
+		}
+		if dot < 0 {
+			break
 		}
 	}
 	dot := strings.LastIndexByte(d, '.')
@@ -155,3 +163,33 @@ func quoteRune(r rune) string {
 }
 
 const hexDigits = "0123456789ABCDEF"
+
+// lower returns s in lower case; s itself, without allocating, when it has no upper case.
+func lower(s string) string {
+	upper, ascii := false, true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+		if 'A' <= c && c <= 'Z' {
+			upper = true
+		}
+	}
+	if ascii {
+		if !upper {
+			return s
+		}
+		b := make([]byte, len(s))
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b[i] = c
+		}
+		return string(b)
+	}
+	return strings.ToLower(s)
+}

@@ -95,6 +95,7 @@ type Mapper struct {
 	status      string // constant status
 	statusMob   string
 	hasFields   bool // the payload has consent or custom fields
+	nFields     int  // how many consent and custom fields a payload can have
 	hasConsent  bool
 	hasTagCols  bool
 	country     string // default country calling code, digits only
@@ -232,8 +233,10 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 		case kConsent:
 			m.hasConsent = true
 			m.hasFields = true
+			m.nFields++
 		case kCustomText, kCustomNumber, kCustomDate, kCustomChoice, kCustomMulti:
 			m.hasFields = true
+			m.nFields++
 		case kTags:
 			m.hasTagCols = true
 		}
@@ -426,6 +429,7 @@ func (m *Mapper) compileConstants(e *SpecError, spec Spec, fields Fields, claim 
 				}
 				m.baseFields[o.name] = v
 				m.hasFields = true
+				m.nFields++
 				if o.kind == kConsent {
 					m.hasConsent = true
 				}
@@ -492,7 +496,7 @@ func (m *Mapper) Map(rec sources.Record) (Row, *Reject) {
 		row.Sub.Tags = m.baseTags
 	}
 	if len(m.baseFields) > 0 {
-		row.Sub.Fields = make(map[string]string, len(m.baseFields)+len(m.ops))
+		row.Sub.Fields = make(map[string]string, m.nFields)
 		for k, v := range m.baseFields {
 			row.Sub.Fields[k] = v
 		}
@@ -587,7 +591,7 @@ func (m *Mapper) apply(row *Row, o *op, rec sources.Record, raw string) *Reject 
 		if msg != "" {
 			return m.reject(rec, o, raw, CodeInvalidConsent, o.what+" "+msg)
 		}
-		putField(row, o.name, c)
+		m.putField(row, o.name, c)
 	case kStatus, kStatusMobile:
 		s, msg := normStatus(v)
 		if msg != "" {
@@ -609,32 +613,32 @@ func (m *Mapper) apply(row *Row, o *op, rec sources.Record, raw string) *Reject 
 				return m.tooLong(rec, o, raw, n)
 			}
 		}
-		putField(row, o.name, v)
+		m.putField(row, o.name, v)
 	case kCustomNumber:
 		n, msg := normNumber(v)
 		if msg != "" {
 			return m.reject(rec, o, raw, CodeInvalidNumber, o.what+" "+msg)
 		}
-		putField(row, o.name, n)
+		m.putField(row, o.name, n)
 	case kCustomDate:
 		d, msg := normDate(v, m.custDate)
 		if msg != "" {
 			return m.reject(rec, o, raw, CodeInvalidDate, o.what+" "+msg)
 		}
-		putField(row, o.name, d)
+		m.putField(row, o.name, d)
 	case kCustomChoice:
 		if len(o.choices) == 0 {
 			if n := utf8.RuneCountInString(v); n > o.limit {
 				return m.tooLong(rec, o, raw, n)
 			}
-			putField(row, o.name, v)
+			m.putField(row, o.name, v)
 			return nil
 		}
 		c, ok := matchChoice(v, o.choices)
 		if !ok {
 			return m.reject(rec, o, raw, CodeInvalidChoice, o.what+" is not one of its choices ("+choiceList(o.choices)+")")
 		}
-		putField(row, o.name, c)
+		m.putField(row, o.name, c)
 	case kCustomMulti:
 		var picked []string
 		for part := range strings.SplitSeq(v, o.sep) {
@@ -656,7 +660,7 @@ func (m *Mapper) apply(row *Row, o *op, rec sources.Record, raw string) *Reject 
 			}
 		}
 		if len(picked) > 0 {
-			putField(row, o.name, strings.Join(picked, ","))
+			m.putField(row, o.name, strings.Join(picked, ","))
 		}
 	}
 	return nil
@@ -671,7 +675,7 @@ func (m *Mapper) applyTags(row *Row, o *op, rec sources.Record, raw, v string) *
 	for part := range strings.SplitSeq(v, o.sep) {
 		part = strings.TrimSpace(part)
 		// Mailchimp quotes each tag: "Customer","VIP".
-		if len(part) >= 2 && part[0] == '"' && part[len(part)-1] == '"' {
+		for len(part) >= 2 && part[0] == '"' && part[len(part)-1] == '"' {
 			part = strings.TrimSpace(part[1 : len(part)-1])
 		}
 		if part == "" {
@@ -719,9 +723,9 @@ func (m *Mapper) reject(rec sources.Record, o *op, raw, code, msg string) *Rejec
 	}
 }
 
-func putField(row *Row, name, v string) {
+func (m *Mapper) putField(row *Row, name, v string) {
 	if row.Sub.Fields == nil {
-		row.Sub.Fields = map[string]string{}
+		row.Sub.Fields = make(map[string]string, m.nFields)
 	}
 	row.Sub.Fields[name] = v
 }

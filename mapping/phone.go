@@ -125,16 +125,18 @@ func normPhone(s, cc string) (string, string) {
 		intl = true
 		d = d[2:]
 	}
-	var code string
-	var nsn []byte
+	code := cc // the country calling code: the default, or the number's own
+	nsn := d
 	if intl {
 		n := countryCodeLen(d)
 		if n == 0 || n >= len(d) || d[0] == '0' {
 			return "", "has no valid country code"
 		}
-		code, nsn = string(d[:n]), d[n:]
+		nsn = d[n:]
+		if string(d[:n]) != cc {
+			code = string(d[:n])
+		}
 	} else {
-		code, nsn = cc, d
 		p, known := plans[cc]
 		switch {
 		case known && p.trunk != 0 && len(nsn) > p.minNSN && nsn[0] == p.trunk:

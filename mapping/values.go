@@ -76,6 +76,9 @@ func normStatus(s string) (string, string) {
 // ("12,5" is 12.5) and several are thousands separators ("1.234.567").
 func normNumber(s string) (string, string) {
 	const bad = "is not a number"
+	if isPlainInteger(s) {
+		return s, "" // the common case, without allocating
+	}
 	var buf [64]byte
 	b := buf[:0]
 	lastComma, lastDot, commas, dots := -1, -1, 0, 0
@@ -150,6 +153,24 @@ func normNumber(s string) (string, string) {
 		return "", bad
 	}
 	return string(out), ""
+}
+
+// isPlainInteger reports whether s is digits, with a leading minus at most, short enough to
+// be a number the service reads exactly.
+func isPlainInteger(s string) bool {
+	i := 0
+	if len(s) > 0 && s[0] == '-' {
+		i = 1
+	}
+	if i == len(s) || len(s) > 18 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // matchChoice returns the choice that v names, compared case-insensitively.
