@@ -219,8 +219,11 @@ func (s *Spec) fromMap(m map[string]any) error {
 					continue
 				}
 				switch c.To {
-				case sink.FieldEmail, TargetTags, TargetIgnore:
+				case sink.FieldEmail, TargetIgnore:
 					e.add(key, "%s cannot be a constant", c.To)
+					continue
+				case TargetTags:
+					e.add(key, "tags for every row go in tags = [ … ], not in constants")
 					continue
 				}
 				s.Constants[targetString(c)] = val
