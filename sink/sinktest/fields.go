@@ -162,6 +162,7 @@ func (e *Emulator) updateField(w http.ResponseWriter, r *http.Request, _ *reqInf
 	if b.Label != nil {
 		f.label = *b.Label
 	}
+	e.st.fieldsChanged()
 	writeJSON(w, http.StatusOK, f.json())
 }
 

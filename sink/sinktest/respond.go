@@ -111,7 +111,12 @@ var errRejected = errors.New("request rejected")
 // readBody reads the request body and checks its content type when it is not empty. On
 // failure it has answered the request and returns errRejected.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= maxBody {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody))
+	body := buf.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

@@ -100,19 +100,14 @@ type fieldKV struct {
 	val string
 }
 
-// encodeFields packs kvs (sorted by idx, values non-empty) as uvarint(idx) uvarint(len) value...
-func encodeFields(kvs []fieldKV) string {
-	n := 0
-	for _, kv := range kvs {
-		n += 2*binary.MaxVarintLen32 + len(kv.val)
-	}
-	b := make([]byte, 0, n)
+// appendFields packs kvs (sorted by idx, values non-empty) as uvarint(idx) uvarint(len) value...
+func appendFields(b []byte, kvs []fieldKV) []byte {
 	for _, kv := range kvs {
 		b = binary.AppendUvarint(b, uint64(kv.idx))
 		b = binary.AppendUvarint(b, uint64(len(kv.val)))
 		b = append(b, kv.val...)
 	}
-	return string(b)
+	return b
 }
 
 // decodeFields appends the fields packed in s to dst. Values are substrings of s.
@@ -142,16 +137,20 @@ func uvarint(s string) (uint64, int) {
 	panic("sinktest: corrupt field encoding")
 }
 
-// mergeFields overlays upd (sorted by idx) on the fields packed in cur and returns the new packing.
-func mergeFields(cur string, upd []fieldKV, scratch []fieldKV) (string, []fieldKV) {
-	if cur == "" {
-		return encodeFields(upd), scratch
-	}
+// merger overlays updates on packed fields, reusing its buffers between calls.
+type merger struct {
+	old, out []fieldKV
+	buf      []byte
+}
+
+// merge overlays upd (sorted by idx) on the fields packed in cur and returns the new packing
+// (cur itself when nothing changes).
+func (mg *merger) merge(cur string, upd []fieldKV) string {
 	if len(upd) == 0 {
-		return cur, scratch
+		return cur
 	}
-	old := decodeFields(scratch[:0], cur)
-	out := make([]fieldKV, 0, len(old)+len(upd))
+	mg.old = decodeFields(mg.old[:0], cur)
+	old, out := mg.old, mg.out[:0]
 	i, j := 0, 0
 	for i < len(old) || j < len(upd) {
 		switch {
@@ -167,7 +166,12 @@ func mergeFields(cur string, upd []fieldKV, scratch []fieldKV) (string, []fieldK
 			j++
 		}
 	}
-	return encodeFields(out), old
+	mg.out = out
+	mg.buf = appendFields(mg.buf[:0], out)
+	if string(mg.buf) == cur {
+		return cur
+	}
+	return string(mg.buf)
 }
 
 // lookupField returns the value of field idx packed in s.
@@ -265,7 +269,35 @@ type store struct {
 	subs       []*subscriber        // index id-1; nil once deleted
 	byKey      map[string]*subscriber
 	changes    []change
-	scratch    []fieldKV
+	merger     merger
+	fieldsVer  uint64     // bumped on every change of a custom field
+	defs       *fieldDefs // snapshot of the custom fields at fieldsVer; nil when stale
+}
+
+// fieldDefs is an immutable snapshot of the custom fields, by slot, so that a request can be
+// validated without holding the store lock.
+type fieldDefs struct {
+	ver   uint64
+	slots map[int]*customField
+}
+
+// fieldDefs returns the snapshot of the current custom fields.
+func (st *store) fieldDefs() *fieldDefs {
+	if st.defs == nil {
+		d := &fieldDefs{ver: st.fieldsVer, slots: make(map[int]*customField, len(st.slots))}
+		for n, f := range st.slots {
+			c := *f
+			d.slots[n] = &c
+		}
+		st.defs = d
+	}
+	return st.defs
+}
+
+// fieldsChanged invalidates the snapshot of the custom fields.
+func (st *store) fieldsChanged() {
+	st.fieldsVer++
+	st.defs = nil
 }
 
 func newStore() *store {
@@ -338,6 +370,7 @@ func (st *store) createField(label, datatype string, choices []string) *customFi
 	}
 	st.fields[f.id] = f
 	st.slots[f.slot] = f
+	st.fieldsChanged()
 	return f
 }
 
@@ -348,6 +381,7 @@ func (st *store) deleteField(id int64) bool {
 	}
 	delete(st.fields, id)
 	delete(st.slots, f.slot)
+	st.fieldsChanged()
 	return true
 }
 
@@ -447,13 +481,15 @@ func resolve(cur, opt uint8, revive bool) uint8 {
 func (st *store) apply(u *upsert, o applyOpts, now int64) *subscriber {
 	s := st.byKey[u.key]
 	if s == nil {
-		s = &subscriber{id: int64(len(st.subs)) + 1, email: u.email, key: u.key, created: now}
+		// The upsert's strings point into the request body: keep copies only.
+		email := strings.Clone(u.email)
+		s = &subscriber{id: int64(len(st.subs)) + 1, email: email, key: strings.ToLower(email), created: now}
 		st.subs = append(st.subs, s)
-		st.byKey[u.key] = s
+		st.byKey[s.key] = s
 	} else {
 		st.count(s, -1)
 	}
-	s.fields, st.scratch = mergeFields(s.fields, u.fields, st.scratch)
+	s.fields = st.merger.merge(s.fields, u.fields)
 	s.hasPhone = lookupField(s.fields, fPhone) != ""
 	if u.hasTags {
 		if o.mergeTags {

@@ -1,7 +1,6 @@
 package sinktest
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -65,7 +64,11 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 		return
 	}
 	o, rerr := bulkOptions(r.URL.Query(), e.opts.activeRevives)
-	rows, n, derr := decodeRows(body)
+	e.mu.Lock()
+	defs := e.st.fieldDefs()
+	e.mu.Unlock()
+	// Parse and validate without the lock, against the custom fields as they were.
+	ups, n, derr := parseBulk(string(body), defs)
 	ri.rows = n
 	if rerr == nil {
 		rerr = derr
@@ -75,36 +78,24 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 		return
 	}
 	e.mu.Lock()
-	if rerr = e.applyRows(rows, o); rerr != nil {
-		e.mu.Unlock()
-		write422(w, "%s", rerr)
-		return
+	defer e.mu.Unlock()
+	if e.st.fieldsVer != defs.ver { // custom fields changed meanwhile: validate again
+		if ups, _, rerr = parseBulk(string(body), e.st.fieldDefs()); rerr != nil {
+			write422(w, "%s", rerr)
+			return
+		}
 	}
-	e.mu.Unlock()
-	writeOK(w)
-}
-
-// applyRows validates every row, then applies them all, or none. e.mu is held.
-func (e *Emulator) applyRows(rows []map[string]json.RawMessage, o applyOpts) *rowError {
-	st := e.st
 	for _, id := range o.lists {
-		if st.lists[id] == nil {
-			return rowErrorf(0, "unknown list %d", id)
+		if e.st.lists[id] == nil {
+			write422(w, "%s", rowErrorf(0, "unknown list %d", id))
+			return
 		}
-	}
-	ups := make([]upsert, len(rows))
-	for i, m := range rows {
-		u, _, reason := st.parseRow(m, false)
-		if reason != "" {
-			return &rowError{row: i, reason: reason}
-		}
-		ups[i] = u
 	}
 	now := ms(e.now())
 	for i := range ups {
-		st.apply(&ups[i], o, now)
+		e.st.apply(&ups[i], o, now)
 	}
-	return nil
+	writeOK(w)
 }
 
 // createSubscriber is the single create/update: an upsert by e-mail into the list(s) of the
@@ -120,8 +111,8 @@ func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *r
 		write422(w, "%s", rerr.reason)
 		return
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+	m, ok := scanObject(string(body))
+	if !ok {
 		write422(w, "body must be a JSON object")
 		return
 	}
@@ -133,7 +124,7 @@ func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *r
 			return
 		}
 	}
-	u, status, reason := e.st.parseRow(m, true)
+	u, status, reason := e.st.fieldDefs().parseRow(m, true, nil)
 	if reason != "" {
 		write422(w, "%s", reason)
 		return
