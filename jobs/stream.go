@@ -29,7 +29,7 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 	}
 	r, err := sources.Open(ctx, s.source)
 	if err != nil {
-		err = fmt.Errorf("open source %s: %w", s.source, err)
+		err = fmt.Errorf("source: %w", err)
 		if !isSQL(s.source) {
 			// A file that is missing, unreadable or not what it claims stays so: fail now.
 			err = permanent(err)
