@@ -121,7 +121,7 @@ func (d *fieldDefs) parseRow(ms []member, withStatus bool, fields []fieldKV) (up
 			}
 			status = s
 		default:
-			if idx, ok := stdFieldIndex[k]; ok {
+			if idx, ok := stdField(k); ok {
 				switch {
 				case m.kind == kindNull || (m.kind == kindString && m.text == ""):
 					continue

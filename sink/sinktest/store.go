@@ -63,13 +63,39 @@ var stdFieldNames = [...]string{
 	fConsentEmailAndSMS: "SAMTYKKEEPOSTOGSMS", fConsentPrivacy: "PERSONVERNERKLRING",
 }
 
-var stdFieldIndex = func() map[string]int {
-	m := make(map[string]int, len(stdFieldNames))
-	for i, n := range stdFieldNames {
-		m[n] = i
+// stdField returns the index of a standard or consent field name (a switch: faster than a
+// map for the dozen lookups of every row).
+func stdField(name string) (int, bool) {
+	switch name {
+	case "firstname":
+		return fFirstname, true
+	case "lastname":
+		return fLastname, true
+	case "address":
+		return fAddress, true
+	case "zip":
+		return fZip, true
+	case "city":
+		return fCity, true
+	case "phone":
+		return fPhone, true
+	case "company":
+		return fCompany, true
+	case "birthday":
+		return fBirthday, true
+	case "gender":
+		return fGender, true
+	case "SAMTYKKEEPOST":
+		return fConsentEmail, true
+	case "SAMTYKKESMS":
+		return fConsentSMS, true
+	case "SAMTYKKEEPOSTOGSMS":
+		return fConsentEmailAndSMS, true
+	case "PERSONVERNERKLRING":
+		return fConsentPrivacy, true
 	}
-	return m
-}()
+	return 0, false
+}
 
 func fieldName(idx int) string {
 	if idx < len(stdFieldNames) {
