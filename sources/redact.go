@@ -1,7 +1,9 @@
 package sources
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 
@@ -57,24 +59,70 @@ func RedactDSN(driver, dsn string) string {
 	return dsn
 }
 
-// scrub returns err, or, when its message shows the DSN's password (or the whole DSN), a
-// new error with the same message redacted. The new error does not wrap err, so the
-// password cannot be reached through errors.Unwrap either.
+// scrub returns err, or, when err or any error it wraps shows the DSN's password or the
+// whole DSN (in its message or its fields, as a pgx parse error keeps the connection
+// string), a new error with the message redacted. The new error does not wrap err, so
+// the password cannot be reached through errors.Unwrap either; it wraps only a context
+// error, so errors.Is still tells a cancellation.
 func scrub(err error, driver, dsn string) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	pw := dsnPassword(driver, dsn)
-	leaks := (pw != "" && strings.Contains(msg, pw)) || (dsn != "" && strings.Contains(msg, dsn))
-	if !leaks {
+	var secrets []string
+	if pw := dsnPassword(driver, dsn); pw != "" {
+		secrets = append(secrets, pw)
+	}
+	if dsn != "" {
+		secrets = append(secrets, dsn)
+	}
+	if !leaks(err, secrets) {
 		return err
 	}
+	msg := err.Error()
 	if dsn != "" {
 		msg = strings.ReplaceAll(msg, dsn, RedactDSN(driver, dsn))
 	}
-	if pw != "" {
-		msg = strings.ReplaceAll(msg, pw, redacted)
+	for _, s := range secrets {
+		msg = strings.ReplaceAll(msg, s, redacted)
 	}
-	return errors.New(msg)
+	r := &redactedError{msg: msg}
+	for _, ctxErr := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, ctxErr) {
+			r.cause = ctxErr
+		}
+	}
+	return r
 }
+
+// leaks reports whether err or an error it wraps shows one of the secrets.
+func leaks(err error, secrets []string) bool {
+	if err == nil || len(secrets) == 0 {
+		return false
+	}
+	shown := err.Error() + fmt.Sprintf(" %+v %#v", err, err)
+	for _, s := range secrets {
+		if strings.Contains(shown, s) {
+			return true
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return leaks(u.Unwrap(), secrets)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if leaks(e, secrets) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// redactedError is an error whose message had a secret removed.
+type redactedError struct {
+	msg   string
+	cause error // a context error, or nil
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.cause }

@@ -64,11 +64,12 @@ type SQLReader struct {
 	wmCol  int // index of the watermark column, -1 without one
 	wm     string
 
-	line   int
-	read   atomic.Int64
-	err    error
-	closed bool
-	done   bool
+	line     int
+	read     atomic.Int64
+	err      error
+	closeErr error // from ending the transaction at the end of the rows
+	closed   bool
+	done     bool
 }
 
 // rowSource is one backend's result set.
@@ -127,12 +128,17 @@ func openSQL(ctx context.Context, opts SQLOptions) (_ *SQLReader, err error) {
 	}()
 	var names []string
 	if isPostgres(opts.Driver) {
-		r.src, names, err = openPgx(qctx, opts)
+		var src *pgxSource
+		if src, names, err = openPgx(qctx, opts); err != nil {
+			return nil, err
+		}
+		r.src = src
 	} else {
-		r.src, names, err = openDatabaseSQL(qctx, opts)
-	}
-	if err != nil {
-		return nil, err
+		var src *dbSource
+		if src, names, err = openDatabaseSQL(qctx, opts); err != nil {
+			return nil, err
+		}
+		r.src = src
 	}
 	if r.header, err = normalizeHeader(names); err != nil {
 		return nil, err
@@ -143,6 +149,16 @@ func openSQL(ctx context.Context, opts SQLOptions) (_ *SQLReader, err error) {
 		}
 	}
 	return r, nil
+}
+
+// watermarkColumn finds the watermark column among the query's columns and returns it
+// quoted for the nested query, as the query spells it.
+func watermarkColumn(opts SQLOptions, names []string) (string, error) {
+	i := columnIndex(names, opts.WatermarkColumn)
+	if i < 0 {
+		return "", fmt.Errorf("watermark column %q is not a column of the query (%s)", opts.WatermarkColumn, quoteList(names))
+	}
+	return "subsync_q." + dialectOf(opts.Driver).quote(names[i]), nil
 }
 
 // columnIndex finds a column by its exact name, or else case-insensitively.
@@ -216,11 +232,29 @@ func openPgx(ctx context.Context, opts SQLOptions) (*pgxSource, []string, error)
 	}
 	query, args := opts.Query, []any(nil)
 	if opts.WatermarkColumn != "" {
-		d := dialectOf(opts.Driver)
-		col := "subsync_q." + d.quote(opts.WatermarkColumn)
+		// Postgres casts the parameter to the column's type: the text is enough.
+		probe, err := s.tx.Query(ctx, watermarkQuery(opts.Query, "1", "false"))
+		if err != nil {
+			_ = s.close()
+			return nil, nil, fmt.Errorf("query: %w", err)
+		}
+		var names []string
+		for _, f := range probe.FieldDescriptions() {
+			names = append(names, f.Name)
+		}
+		probe.Close()
+		if err := probe.Err(); err != nil {
+			_ = s.close()
+			return nil, nil, fmt.Errorf("query: %w", err)
+		}
+		col, err := watermarkColumn(opts, names)
+		if err != nil {
+			_ = s.close()
+			return nil, nil, err
+		}
 		cond := ""
 		if opts.Watermark != "" {
-			cond, args = col+" > "+d.placeholder, []any{opts.Watermark}
+			cond, args = col+" > "+dialectOf(opts.Driver).placeholder, []any{opts.Watermark}
 		}
 		query = watermarkQuery(opts.Query, col, cond)
 	}
@@ -335,15 +369,11 @@ func openDatabaseSQL(ctx context.Context, opts SQLOptions) (*dbSource, []string,
 	return s, names, nil
 }
 
-// watermark builds the incremental query. It asks the database the watermark column's
-// type (running the query with WHERE 1=0) to pass the watermark as a value of that type.
+// watermark builds the incremental query. It asks the database the columns of the query
+// (running it with WHERE 1=0) to find the watermark column and its type, and passes the
+// watermark as a value of that type.
 func (s *dbSource) watermark(ctx context.Context, opts SQLOptions) (string, []any, error) {
-	d := dialectOf(opts.Driver)
-	col := "subsync_q." + d.quote(opts.WatermarkColumn)
-	if opts.Watermark == "" {
-		return watermarkQuery(opts.Query, col, ""), nil, nil
-	}
-	probe, err := s.tx.QueryContext(ctx, watermarkQuery(opts.Query, col, "1=0"))
+	probe, err := s.tx.QueryContext(ctx, watermarkQuery(opts.Query, "1", "1=0"))
 	if err != nil {
 		return "", nil, fmt.Errorf("query: %w", err)
 	}
@@ -356,19 +386,22 @@ func (s *dbSource) watermark(ctx context.Context, opts SQLOptions) (string, []an
 	for i, c := range cols {
 		names[i] = c.Name()
 	}
-	i := columnIndex(names, opts.WatermarkColumn)
-	if i < 0 {
-		return "", nil, fmt.Errorf("watermark column %q is not a column of the query (%s)", opts.WatermarkColumn, quoteList(names))
+	col, err := watermarkColumn(opts, names)
+	if err != nil {
+		return "", nil, err
 	}
-	typ := strings.ToUpper(cols[i].DatabaseTypeName())
+	if opts.Watermark == "" {
+		return watermarkQuery(opts.Query, col, ""), nil, nil
+	}
+	typ := strings.ToUpper(cols[columnIndex(names, opts.WatermarkColumn)].DatabaseTypeName())
 	n, intErr := strconv.ParseInt(opts.Watermark, 10, 64)
 	switch {
 	case opts.Driver == "sqlite" && (typ == "DATE" || typ == "DATETIME" || typ == "TIMESTAMP"):
 		return watermarkQuery(opts.Query, col, "julianday("+col+") > julianday(?)"), []any{opts.Watermark}, nil
 	case intErr == nil && (strings.Contains(typ, "INT") || typ == ""):
-		return watermarkQuery(opts.Query, col, col+" > "+d.placeholder), []any{n}, nil
+		return watermarkQuery(opts.Query, col, col+" > ?"), []any{n}, nil
 	}
-	return watermarkQuery(opts.Query, col, col+" > "+d.placeholder), []any{opts.Watermark}, nil
+	return watermarkQuery(opts.Query, col, col+" > ?"), []any{opts.Watermark}, nil
 }
 
 func (s *dbSource) next() bool { return s.rows.Next() }
@@ -439,8 +472,11 @@ func (r *SQLReader) Next(ctx context.Context) (Record, error) {
 			if err := ctx.Err(); err != nil {
 				return Record{}, r.fail(err)
 			}
-			r.done = true
-			r.err = io.EOF
+			// Done: end the transaction now rather than at Close, so a reader kept open
+			// holds no locks (SQLite) and no connection.
+			r.done, r.err = true, io.EOF
+			r.closeErr = r.src.close()
+			r.src = nil
 			return Record{}, io.EOF
 		}
 		r.line++
@@ -476,24 +512,20 @@ func (r *SQLReader) fail(err error) error {
 }
 
 // Close ends the query, the transaction and the connection. It is safe to call twice.
+// Closed before the end of the rows, it cancels the query rather than drain the rest.
 func (r *SQLReader) Close() error {
 	if r.closed {
 		return nil
 	}
 	r.closed = true
-	if !r.done {
-		r.cancel() // stop the server sending the rest instead of draining it
-	}
-	var err error
 	if r.src != nil {
-		err = r.src.close()
+		r.cancel() // stop the server sending the rest instead of draining it
+		_ = r.src.close()
+		r.src = nil
 	}
 	r.cancel()
-	if err != nil && !r.done {
-		return nil // the connection was cut on purpose
-	}
-	if err != nil {
-		return fmt.Errorf("close sql source: %w", err)
+	if r.closeErr != nil {
+		return fmt.Errorf("close sql source: %w", r.closeErr)
 	}
 	return nil
 }
