@@ -9,6 +9,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/sink"
 )
 
 func TestParseSpec(t *testing.T) {
@@ -163,4 +165,23 @@ name = "members"
 columns = { "E-post" = { to = "email", separtor = ";" } }
 `, &cfg)
 	require.ErrorContains(t, err, `line 4 (last key "syncs.mapping"): invalid mapping: columns.E-post.separtor: unknown key`)
+}
+
+// The example mapping file parses and compiles, so it cannot rot.
+func TestExampleMappingFile(t *testing.T) {
+	t.Parallel()
+	spec, err := LoadSpec("example.mapping.toml")
+	require.NoError(t, err)
+	header := []string{"E-post", "Fornavn", "Etternavn", "Adresse", "Postnr", "Poststed", "Mobil", "Fødselsdato", "Kjønn",
+		"Nyhetsbrev", "SMS", "Grupper", "Medlemsnr", "Medlemstype", "Interesser", "Innmeldt", "Notat", "Intern ID"}
+	fields := NewFields([]sink.CustomField{
+		{Label: "Medlemsnummer", Value: "EXTRA1", Datatype: "number"},
+		{Label: "Medlemstype", Value: "EXTRA2", Datatype: "single_choice", Choices: []string{"Senior", "Junior"}},
+		{Label: "Interesser", Value: "EXTRA3", Datatype: "multiple_choice", Choices: []string{"Ski", "Fotball"}},
+		{Label: "Innmeldt", Value: "EXTRA4", Datatype: "date"},
+		{Label: "Kilde", Value: "EXTRA5", Datatype: "string"},
+	})
+	m, err := Compile(spec, header, fields)
+	require.NoError(t, err)
+	require.Empty(t, m.Unplaced())
 }
