@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -91,6 +92,8 @@ type Emulator struct {
 
 	stop     chan struct{} // closed by shutdown: ends every Latency wait
 	stopOnce sync.Once
+
+	inFlight atomic.Int64
 }
 
 // New returns an Emulator with an empty store: no lists, no custom fields, no subscribers.
@@ -118,6 +121,8 @@ type handler func(w http.ResponseWriter, r *http.Request, ri *reqInfo)
 
 // ServeHTTP answers one request of either interface.
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e.inFlight.Add(1)
+	defer e.inFlight.Add(-1)
 	start := time.Now()
 	rec := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query()}
 	d := e.decide(start)
@@ -175,6 +180,10 @@ func (e *Emulator) wait(r *http.Request, latency time.Duration) bool {
 	}
 	return false
 }
+
+// InFlight returns how many requests the Emulator is serving right now (including those
+// held by Latency).
+func (e *Emulator) InFlight() int { return int(e.inFlight.Load()) }
 
 // shutdown ends every Latency wait, so that a server can close without waiting for them.
 func (e *Emulator) shutdown() { e.stopOnce.Do(func() { close(e.stop) }) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -189,4 +190,31 @@ func TestLatencyRespectsRequestContext(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 	b.srv.SetFaults(sinktest.Faults{})
 	require.Equal(t, "[]", b.ok("GET", "/subscriberlists", "").body, "a canceled request applies nothing")
+}
+
+func TestServeEndsLatencyWaitsOnShutdown(t *testing.T) {
+	t.Parallel()
+	e := sinktest.New(sinktest.WithFaults(sinktest.Faults{Latency: time.Hour}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.Serve(ctx, ln) }()
+
+	reqErr := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequest("GET", "http://"+ln.Addr().String()+sinktest.V2Prefix+"/subscriberlists", nil)
+		if err == nil {
+			var resp *http.Response
+			if resp, err = http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		reqErr <- err
+	}()
+	require.Eventually(t, func() bool { return len(e.Requests()) == 0 && e.InFlight() == 1 }, 10*time.Second, 5*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done, "Serve returns without waiting out the latency")
+	<-reqErr
+	require.Equal(t, "canceled", e.Requests()[0].Fault)
 }

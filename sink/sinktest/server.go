@@ -44,10 +44,16 @@ func (s *Server) Close() {
 	s.HTTP.Close()
 }
 
-// Serve answers requests on ln until ctx ends, then shuts down gracefully (waiting up to 5s
-// for requests in flight) and returns nil.
+// Serve answers requests on ln until ctx ends, then shuts down gracefully (requests held by
+// Latency end at once; others get up to 5s) and returns nil. The Emulator may serve again.
 func (e *Emulator) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	// Requests inherit base: canceling it at shutdown ends their Latency waits.
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	srv := &http.Server{
+		Handler: e, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base },
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -55,7 +61,7 @@ func (e *Emulator) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
-	e.shutdown()
+	cancelBase()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
