@@ -91,6 +91,9 @@ type Config struct {
 	Worker Worker `toml:"worker"`
 	// Syncs are the named, optionally scheduled, source-to-list syncs.
 	Syncs []Sync `toml:"syncs"`
+	// Sources are named sources for `subsync import --source NAME` (a database, typically):
+	// the queued job carries the name, and each worker reads the DSN from its own configuration.
+	Sources map[string]Source `toml:"sources"`
 	// Status is the subscriber status pull (unsubscribes and bounces flowing back).
 	Status Status `toml:"status"`
 

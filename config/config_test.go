@@ -89,8 +89,14 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	for _, l := range strings.Split(string(data), "\n") {
 		l = strings.TrimPrefix(l, "# ")
 		if m := tableRE.FindStringSubmatch(l); m != nil {
-			table = m[1] + "."
-			documented[m[1]] = true
+			name := m[1]
+			if rest, ok := strings.CutPrefix(name, "sources."); ok {
+				// A named source: [sources.crm] documents the keys of every source.
+				documented["sources"] = true
+				name = "sources.*" + rest[strings.IndexByte(rest+".", '.'):]
+			}
+			table = name + "."
+			documented[name] = true
 			continue
 		}
 		if m := keyRE.FindStringSubmatch(l); m != nil {
@@ -108,11 +114,15 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 			}
 			want = append(want, prefix+tag)
 			ft := f.Type
-			if ft.Kind() == reflect.Slice {
+			sub := prefix + tag + "."
+			switch ft.Kind() {
+			case reflect.Slice:
 				ft = ft.Elem()
+			case reflect.Map:
+				ft, sub = ft.Elem(), prefix+tag+".*."
 			}
 			if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[config.Mapping]() {
-				keys(prefix+tag+".", ft)
+				keys(sub, ft)
 			}
 		}
 	}
@@ -465,4 +475,62 @@ func TestDefaultsAgreeWithSink(t *testing.T) {
 	require.Equal(t, "u1", sc.UserID)
 	require.Equal(t, testKey, sc.APIKey)
 	require.NotContains(t, fmt.Sprintf("%v", sc), testKey)
+}
+
+func TestJobsConfig(t *testing.T) {
+	t.Parallel()
+	path := write(t, `
+[database]
+url = "postgres://subsync@db/subsync"
+[worker]
+concurrency = 8
+metrics_address = "off"
+shutdown_timeout = "1m"
+[[syncs]]
+name = "news"
+schedule = "30 2 * * *"
+time_zone = "Europe/Oslo"
+list = 12
+suppression = "update"
+source = { path = "news.csv", delimiter = ";" }
+mapping = { columns = { "E-post" = "email" } }
+[sources.crm]
+kind = "sql"
+driver = "pgx"
+dsn_env = "CRM_DSN"
+query = "select email from contacts"
+[status]
+schedule = "off"
+overlap = "1h"
+[status.write_back]
+kind = "csv"
+path = "changes.csv"
+`)
+	cfg, err := config.Load(path, env(config.EnvUserID, "u", config.EnvAPIKey, testKey, "CRM_DSN", "postgres://crm:"+testPass+"@crm/crm"))
+	require.NoError(t, err)
+	jc := cfg.JobsConfig()
+	require.Equal(t, "postgres://subsync@db/subsync", jc.DatabaseURL)
+	require.Equal(t, 8, jc.Concurrency)
+	require.Empty(t, jc.MetricsAddr, "off: no listener")
+	require.Equal(t, time.Minute, jc.ShutdownTimeout)
+	require.Empty(t, jc.StatusPull.Schedule, "off: on demand only")
+	require.Equal(t, time.Hour, jc.StatusPull.Overlap)
+	require.Equal(t, []string{config.WriteBackCSV}, jc.StatusPull.WriteBackTargets)
+	require.Equal(t, testKey, jc.Sink.APIKey)
+	require.Len(t, jc.Syncs, 1)
+	s := jc.Syncs[0]
+	require.Equal(t, "news", s.Name)
+	require.Equal(t, "Europe/Oslo", s.TimeZone)
+	require.Equal(t, int64(12), s.ListID)
+	require.Equal(t, "update", s.Suppression)
+	require.Equal(t, filepath.Join(filepath.Dir(path), "news.csv"), s.Source.Path)
+	require.Equal(t, ";", s.Source.Delimiter)
+	require.Equal(t, "email", s.Mapping.Columns["E-post"].To)
+	require.Equal(t, "postgres://crm:"+testPass+"@crm/crm", jc.Sources["crm"].DSN)
+	require.NotContains(t, cfg.String(), testPass)
+	require.NotContains(t, string(mustJSON(t, cfg)), testPass)
+
+	_, err = config.Parse("", []byte("[sources.crm]\nkind = \"sql\"\ndriver = \"pgx\"\n"), creds)
+	require.ErrorContains(t, err, "sources.crm.dsn: missing")
+	require.ErrorContains(t, err, "sources.crm.query: missing")
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
 )
@@ -31,4 +32,43 @@ func (s Source) SourceConfig() sources.Config {
 		Sheet: s.Sheet, SheetIndex: s.SheetIndex, HeaderRow: s.HeaderRow,
 		Driver: s.Driver, DSN: s.DSN, Query: s.Query, WatermarkColumn: s.WatermarkColumn,
 	}
+}
+
+// JobsConfig returns the worker runtime's configuration. The caller adds Logger, and the
+// sink's Logger and Version.
+func (c *Config) JobsConfig() jobs.Config {
+	jc := jobs.Config{
+		DatabaseURL:     c.Database.URL,
+		DataDir:         c.Database.DataDir,
+		Concurrency:     c.Worker.Concurrency,
+		BatchesInFlight: c.Worker.BatchesInFlight,
+		ShutdownTimeout: c.Worker.ShutdownTimeout.D(),
+		Sink:            c.SinkConfig(),
+		StatusPull: jobs.StatusPullSpec{
+			TimeZone: c.Status.TimeZone,
+			Overlap:  c.Status.Overlap.D(),
+		},
+	}
+	if c.Worker.MetricsAddress != Off {
+		jc.MetricsAddr = c.Worker.MetricsAddress
+	}
+	if c.Status.Schedule != Off {
+		jc.StatusPull.Schedule = c.Status.Schedule
+	}
+	if k := c.Status.WriteBack.Kind; k != "" {
+		jc.StatusPull.WriteBackTargets = []string{k}
+	}
+	for _, s := range c.Syncs {
+		jc.Syncs = append(jc.Syncs, jobs.SyncSpec{
+			Name: s.Name, Schedule: s.Schedule, TimeZone: s.TimeZone, ListID: s.List,
+			Source: s.Source.SourceConfig(), Mapping: s.Mapping.Spec, Suppression: s.Suppression,
+		})
+	}
+	if len(c.Sources) > 0 {
+		jc.Sources = make(map[string]sources.Config, len(c.Sources))
+		for name, src := range c.Sources {
+			jc.Sources[name] = src.SourceConfig()
+		}
+	}
+	return jc
 }

@@ -184,6 +184,12 @@ func (c *Config) resolve(probs *problems, getenv func(string) string) {
 		}
 		s.Mapping.resolve(probs, key+".mapping")
 	}
+	for name, src := range c.Sources {
+		key := "sources." + name
+		src.Path = rel(src.Path)
+		src.DSN = resolveDSN(probs, key, src.DSN, src.DSNEnv, rel(src.DSNFile), getenv)
+		c.Sources[name] = src
+	}
 	wb := &c.Status.WriteBack
 	wb.Path = rel(wb.Path)
 	wb.DSN = resolveDSN(probs, "status.write_back", wb.DSN, wb.DSNEnv, rel(wb.DSNFile), getenv)

@@ -26,6 +26,14 @@ func (c Config) redacted() Config {
 	for i := range c.Syncs {
 		c.Syncs[i].Source.DSN = RedactDSN(c.Syncs[i].Source.DSN)
 	}
+	if c.Sources != nil {
+		srcs := make(map[string]Source, len(c.Sources))
+		for name, src := range c.Sources {
+			src.DSN = RedactDSN(src.DSN)
+			srcs[name] = src
+		}
+		c.Sources = srcs
+	}
 	c.Status.WriteBack.DSN = RedactDSN(c.Status.WriteBack.DSN)
 	return c
 }

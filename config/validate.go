@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -44,6 +45,11 @@ func (c *Config) setDefaults() {
 		s.Suppression = cmp.Or(s.Suppression, SuppressionDefault)
 		src := &s.Source
 		src.Kind = strings.ToLower(cmp.Or(src.Kind, kindFromPath(src.Path)))
+	}
+
+	for name, src := range c.Sources {
+		src.Kind = strings.ToLower(cmp.Or(src.Kind, kindFromPath(src.Path)))
+		c.Sources[name] = src
 	}
 
 	st := &c.Status
@@ -129,6 +135,14 @@ func (c *Config) validate(p *problems) {
 		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdate {
 			p.add(key+".suppression", s.Suppression, "want %q or %q", SuppressionSkip, SuppressionUpdate)
 		}
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(c.Sources)) {
+		key := "sources." + name
+		if !nameRE.MatchString(name) {
+			p.add(key, "", "name the source with letters, digits, '-', '_' and '.' only")
+		}
+		checkSource(p, key, c.Sources[name])
 	}
 
 	st := c.Status
