@@ -106,6 +106,7 @@ type Problem struct {
 	Message string
 }
 
+// Error lists the problems, each after its key.
 func (e *SpecError) Error() string {
 	var b strings.Builder
 	b.WriteString("invalid mapping: ")
