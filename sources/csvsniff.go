@@ -75,7 +75,11 @@ func textEncoding(name string) (encoding.Encoding, string, error) {
 // buffer, so it runs in constant memory whatever the size, and stops at the first invalid
 // sequence.
 func validUTF8(ctx context.Context, r io.Reader) (bool, error) {
-	buf := make([]byte, 256<<10)
+	return validUTF8Buffer(ctx, r, make([]byte, 256<<10))
+}
+
+// validUTF8Buffer is validUTF8 with the buffer given (at least utf8.UTFMax bytes).
+func validUTF8Buffer(ctx context.Context, r io.Reader, buf []byte) (bool, error) {
 	carry := 0
 	for {
 		if err := ctx.Err(); err != nil {
