@@ -21,7 +21,7 @@ const (
 	LeaseTTLDefault         = 30 * time.Second
 	PollIntervalDefault     = 500 * time.Millisecond
 	StatusOverlapDefault    = 10 * time.Minute
-	FingerprintFlushDefault = 50_000
+	FingerprintFlushDefault = 500_000
 	// SQLiteFile is the name of the embedded database in Config.DataDir.
 	SQLiteFile = "subsync.db"
 )
@@ -78,7 +78,8 @@ type Config struct {
 	LeaseTTL time.Duration
 	// PollInterval is how often Wait reads a run's progress.
 	PollInterval time.Duration
-	// FingerprintFlush is how many delta fingerprints a run buffers before writing them.
+	// FingerprintFlush is how many delta fingerprints (16 bytes each) a run holds before
+	// saving them; they are also saved when the run ends.
 	FingerprintFlush int
 }
 

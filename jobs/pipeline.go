@@ -38,8 +38,8 @@ const (
 
 // pipeline streams one run: source → mapping → dedupe → filters (suppression, delta) →
 // batches (≤1000, one per status group) → the service, with up to window batches sent and
-// not yet checkpointed. It is driven by one goroutine (run); senders and the committer
-// report back over channels.
+// not yet checkpointed. A producer goroutine reads, maps and filters; the run goroutine
+// batches, sends and checkpoints; senders and the committer report back over channels.
 //
 // The checkpoint is the highest ordinal below which every row is done: rejected, filtered,
 // or in a batch the service acknowledged. A checkpoint carries the counts, rejects and
@@ -66,14 +66,18 @@ type pipeline struct {
 	delta            bool // skip rows whose payload is unchanged since the last push
 	checkSuppression bool
 	suppressionMode  string
-	hasFingerprints  bool
+	fps              *state.FingerprintSet // loaded for a delta run; collects what is acknowledged
 	fpFlush          int
 	stopping         <-chan struct{}
 	onCommit         func(state.Counts)
+	// onConflictWait, when set (tests), is called each time a batch waits for an earlier
+	// batch holding one of its e-mails to be acknowledged.
+	onConflictWait func(seq int)
 
 	pos         int64 // position of the last checkpoint handed to the committer
 	lastRead    int64
-	unplacedMin int64 // smallest ordinal read and not yet placed in a batch or outcome; 0 = none
+	unplacedMin int64 // smallest ordinal of a chunk's rows not yet placed in a batch; 0 = none
+	bytes       int64 // source bytes consumed up to lastRead
 	sheet       string
 	open        map[groupKey]*batch
 	unacked     map[uint64]int // e-mail hash → sent, unacknowledged batches holding it
@@ -83,7 +87,8 @@ type pipeline struct {
 	seq         int
 	firstErr    error // the first failure: reading stops, in-flight batches finish
 	commitErr   error // a checkpoint failed (lease lost): nothing more is checkpointed
-	jsonBuf     []byte
+	waitRows    time.Duration
+	waitWindow  time.Duration
 
 	results        chan *batch
 	commits        chan *commitUnit
@@ -124,8 +129,25 @@ type commitUnit struct {
 	err     error
 }
 
+// chunk is a stretch of the source the producer read, mapped and filtered: the rows to
+// send, and the outcomes of the others, all with ordinals in (previous lastRead, lastRead].
+type chunk struct {
+	rows     []mapping.Row
+	dups     []bool // the row's e-mail appeared earlier in the run
+	emails   []uint64
+	payloads []uint64
+	outcomes []outcome // in ordinal order
+	lastRead int64
+	bytes    int64 // source bytes consumed at the end of the chunk
+	err      error // the producer stopped: errInterrupted, a read or lookup failure
+}
+
 // run streams the source until its end, ctx's end, a failure, or the runtime stopping. It
 // returns nil when every row is done and checkpointed, errInterrupted on a stop.
+//
+// Two goroutines do the work: the producer reads, maps, dedupes and filters the source in
+// chunks; this one places rows in batches, sends them and checkpoints, so that mapping the
+// next rows overlaps with sending and checkpointing the previous ones.
 func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 	p.pos, p.lastRead = startPos, startPos
 	p.open = map[groupKey]*batch{}
@@ -136,7 +158,16 @@ func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 	p.done = make(chan struct{})
 	committerErr := make(chan error, 1)
 	go func() { committerErr <- p.committer(ctx) }()
+	prodCtx, stopProducer := context.WithCancel(ctx)
+	chunks := make(chan *chunk, 2)
+	prodDone := make(chan struct{})
+	go func() {
+		defer close(prodDone)
+		p.produce(prodCtx, startPos, chunks)
+	}()
 	defer func() {
+		stopProducer()
+		<-prodDone
 		close(p.done)
 		close(p.commits)
 		if cerr := <-committerErr; cerr != nil && err == nil {
@@ -144,8 +175,42 @@ func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 		}
 	}()
 
-	readErr := p.read(ctx, startPos)
-	if readErr == nil {
+	var readErr error
+	started := time.Now()
+	defer func() {
+		p.log.DebugContext(ctx, "pipeline timings", slog.Duration("total", time.Since(started)),
+			slog.Duration("waiting_for_rows", p.waitRows), slog.Duration("waiting_for_window", p.waitWindow),
+			slog.Int("batches", p.seq))
+	}()
+	for {
+		t0 := time.Now()
+		c, ok := <-chunks
+		p.waitRows += time.Since(t0)
+		if !ok {
+			break
+		}
+		if c.err != nil {
+			readErr = c.err
+			break
+		}
+		select {
+		case <-p.stopping:
+			readErr = errInterrupted
+		default:
+		}
+		if readErr != nil {
+			break
+		}
+		if err := p.place(ctx, c); err != nil {
+			readErr = err
+			break
+		}
+		if p.firstErr != nil {
+			break
+		}
+	}
+	stopProducer()
+	if readErr == nil && p.firstErr == nil {
 		// The whole source is read: send what is left, oldest first.
 		for _, b := range p.openByAge() {
 			if err := p.dispatch(ctx, b); err != nil {
@@ -178,17 +243,27 @@ func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 	return nil
 }
 
-// read consumes the source and places rows; it returns nil at the end of the source.
-func (p *pipeline) read(ctx context.Context, startPos int64) error {
-	chunk := make([]mapping.Row, 0, chunkRows)
-	dups := make([]bool, 0, chunkRows) // the row's e-mail appeared earlier in the run
-	for {
-		if p.firstErr != nil {
-			return p.firstErr
+// produce reads the source from startPos into chunks of up to chunkRows rows to send, until
+// the end of the source (it then closes out), a failure or a stop (a last chunk carries the
+// error), or ctx's end.
+func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chunk) {
+	defer close(out)
+	emit := func(c *chunk) bool {
+		select {
+		case out <- c:
+			return true
+		case <-ctx.Done():
+			return false
 		}
+	}
+	fail := func(err error) { emit(&chunk{err: err}) }
+	c := &chunk{lastRead: startPos}
+	var keys []string
+	for {
 		select {
 		case <-p.stopping:
-			return errInterrupted
+			fail(errInterrupted)
+			return
 		default:
 		}
 		rec, err := p.reader.Next(ctx)
@@ -198,9 +273,11 @@ func (p *pipeline) read(ctx context.Context, startPos int64) error {
 		var rowErr *sources.RowError
 		if err != nil && !errors.As(err, &rowErr) {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				fail(ctx.Err())
+			} else {
+				fail(fmt.Errorf("read source: %w", err))
 			}
-			return fmt.Errorf("read source: %w", err)
+			return
 		}
 		if rec.Ordinal <= startPos {
 			// Already done before a restart: only remember its e-mail, so duplicates are
@@ -212,18 +289,14 @@ func (p *pipeline) read(ctx context.Context, startPos int64) error {
 			}
 			continue
 		}
-		p.lastRead = rec.Ordinal
-		if p.sheet == "" {
-			p.sheet = rec.Sheet
-		}
+		c.lastRead = rec.Ordinal
 		if rowErr != nil {
-			r := p.mapper.RejectRow(rec, rowErr)
-			p.reject(r)
+			c.reject(p.mapper.RejectRow(rec, rowErr))
 			continue
 		}
 		row, rej := p.mapper.Map(rec)
 		if rej != nil {
-			p.reject(*rej)
+			c.reject(*rej)
 			continue
 		}
 		before := p.dedupe.Duplicates()
@@ -231,48 +304,52 @@ func (p *pipeline) read(ctx context.Context, startPos int64) error {
 		dup := p.dedupe.Duplicates() > before
 		if dup {
 			if drej != nil {
-				p.reject(*drej)
+				c.reject(*drej)
 				continue
 			}
-			p.outcomes = append(p.outcomes, outcome{ord: row.Ordinal, counts: state.Counts{Duplicates: 1}})
+			c.outcomes = append(c.outcomes, outcome{ord: row.Ordinal, counts: state.Counts{Duplicates: 1}})
 			if !send {
 				continue
 			}
 		}
-		if len(chunk) == 0 {
-			p.unplacedMin = row.Ordinal
-		}
-		chunk = append(chunk, row)
-		dups = append(dups, dup)
-		if len(chunk) == chunkRows {
-			if err := p.place(ctx, chunk, dups); err != nil {
-				return err
+		c.rows = append(c.rows, row)
+		c.dups = append(c.dups, dup)
+		if len(c.rows) == chunkRows {
+			if err := p.filter(ctx, c, &keys); err != nil {
+				fail(err)
+				return
 			}
-			chunk, dups = chunk[:0], dups[:0]
+			c.bytes = p.reader.Progress().Bytes
+			if !emit(c) {
+				return
+			}
+			c = &chunk{lastRead: c.lastRead}
 		}
 	}
-	if len(chunk) > 0 {
-		if err := p.place(ctx, chunk, dups); err != nil {
-			return err
-		}
+	if err := p.filter(ctx, c, &keys); err != nil {
+		fail(err)
+		return
 	}
-	p.unplacedMin = 0
-	p.advance(ctx)
-	return nil
+	c.bytes = p.reader.Progress().Bytes
+	emit(c)
 }
 
-func (p *pipeline) reject(r mapping.Reject) {
-	p.outcomes = append(p.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Rejected: 1}, reject: &state.Reject{
+func (c *chunk) reject(r mapping.Reject) {
+	c.outcomes = append(c.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Rejected: 1}, reject: &state.Reject{
 		Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Column: r.Column, Value: r.Value, Code: r.Code, Reason: r.Message,
 	}})
 }
 
-// place filters a chunk of mapped rows and adds the survivors to their batches.
-func (p *pipeline) place(ctx context.Context, chunk []mapping.Row, dups []bool) error {
+// filter applies the suppression list and the delta fingerprints to the chunk's rows, and
+// hashes the survivors' e-mails and payloads.
+func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
+	if len(c.rows) == 0 {
+		return nil
+	}
 	var suppressed map[string]string
 	if p.checkSuppression {
-		emails := make([]string, len(chunk))
-		for i, r := range chunk {
+		emails := make([]string, len(c.rows))
+		for i, r := range c.rows {
 			emails[i] = r.Sub.Email
 		}
 		var err error
@@ -280,15 +357,15 @@ func (p *pipeline) place(ctx context.Context, chunk []mapping.Row, dups []bool) 
 			return err
 		}
 	}
-	emailHashes := make([]uint64, len(chunk))
-	payloadHashes := make([]uint64, len(chunk))
-	skip := make([]bool, len(chunk))
-	for i := range chunk {
-		r := &chunk[i]
+	skip := make([]bool, len(c.rows))
+	c.emails = make([]uint64, len(c.rows))
+	c.payloads = make([]uint64, len(c.rows))
+	for i := range c.rows {
+		r := &c.rows[i]
 		if len(suppressed) > 0 {
 			if _, ok := suppressed[state.NormaliseEmail(r.Sub.Email)]; ok {
 				if p.suppressionMode == SuppressionSkip {
-					p.outcomes = append(p.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Suppressed: 1}})
+					c.outcomes = append(c.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Suppressed: 1}})
 					skip[i] = true
 					continue
 				}
@@ -299,36 +376,42 @@ func (p *pipeline) place(ctx context.Context, chunk []mapping.Row, dups []bool) 
 				}
 			}
 		}
-		emailHashes[i] = state.EmailHash(r.Sub.Email)
-		p.jsonBuf = r.Sub.AppendJSON(p.jsonBuf[:0])
-		payloadHashes[i] = state.PayloadHash(p.mappingFP, r.Status, r.StatusMobile, p.jsonBuf)
+		c.emails[i] = state.EmailHash(r.Sub.Email)
+		c.payloads[i] = payloadHash(p.mappingFP, r, keys)
 	}
-	if p.delta && p.hasFingerprints {
-		var lookup []uint64
-		for i := range chunk {
-			if !skip[i] {
-				lookup = append(lookup, emailHashes[i])
-			}
-		}
-		known, err := p.store.Fingerprints(ctx, p.listID, lookup)
-		if err != nil {
-			return err
-		}
-		for i, r := range chunk {
-			if !skip[i] {
-				if h, ok := known[emailHashes[i]]; ok && h == payloadHashes[i] {
-					p.outcomes = append(p.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Unchanged: 1}})
-					skip[i] = true
-				}
+	if p.delta && p.fps.Len() > 0 {
+		for i, r := range c.rows {
+			if h, ok := p.fps.Lookup(c.emails[i]); !skip[i] && ok && h == c.payloads[i] {
+				c.outcomes = append(c.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Unchanged: 1}})
+				skip[i] = true
 			}
 		}
 	}
-	slices.SortStableFunc(p.outcomes, func(a, b outcome) int { return cmpInt64(a.ord, b.ord) })
-	for i, r := range chunk {
-		if skip[i] {
-			continue
+	n := 0
+	for i := range c.rows {
+		if !skip[i] {
+			c.rows[n], c.dups[n], c.emails[n], c.payloads[n] = c.rows[i], c.dups[i], c.emails[i], c.payloads[i]
+			n++
 		}
-		if err := p.add(ctx, r, dups[i], emailHashes[i], payloadHashes[i]); err != nil {
+	}
+	c.rows, c.dups, c.emails, c.payloads = c.rows[:n], c.dups[:n], c.emails[:n], c.payloads[:n]
+	slices.SortStableFunc(c.outcomes, func(a, b outcome) int { return cmpInt64(a.ord, b.ord) })
+	return nil
+}
+
+// place takes a chunk in: its outcomes await the checkpoint, its rows go to their batches.
+func (p *pipeline) place(ctx context.Context, c *chunk) error {
+	if len(c.rows) > 0 {
+		p.unplacedMin = c.rows[0].Ordinal
+	}
+	p.lastRead = c.lastRead
+	p.bytes = c.bytes
+	if p.sheet == "" && len(c.rows) > 0 {
+		p.sheet = c.rows[0].Sheet
+	}
+	p.outcomes = append(p.outcomes, c.outcomes...)
+	for i, r := range c.rows {
+		if err := p.add(ctx, r, c.dups[i], c.emails[i], c.payloads[i]); err != nil {
 			return err
 		}
 	}
@@ -343,6 +426,37 @@ func (p *pipeline) place(ctx context.Context, chunk []mapping.Row, dups []bool) 
 	}
 	p.advance(ctx)
 	return nil
+}
+
+// payloadHash is the delta fingerprint of a row: the mapping, the statuses and every field
+// the push sends (custom fields in key order). keys is scratch space.
+func payloadHash(mappingFP string, r *mapping.Row, keys *[]string) uint64 {
+	h := state.NewHasher()
+	h.String(mappingFP)
+	h.String(r.Status)
+	h.String(r.StatusMobile)
+	s := &r.Sub
+	for _, v := range [...]string{s.Email, s.Firstname, s.Lastname, s.Address, s.Zip, s.City, s.Phone,
+		s.Company, s.Birthday, s.Gender} {
+		h.String(v)
+	}
+	h.Uint64(uint64(len(s.Fields)))
+	if len(s.Fields) > 0 {
+		*keys = (*keys)[:0]
+		for k := range s.Fields {
+			*keys = append(*keys, k)
+		}
+		slices.Sort(*keys)
+		for _, k := range *keys {
+			h.String(k)
+			h.String(s.Fields[k])
+		}
+	}
+	h.Uint64(uint64(len(s.Tags)))
+	for _, t := range s.Tags {
+		h.String(t)
+	}
+	return h.Sum64()
 }
 
 func cmpInt64(a, b int64) int {
@@ -422,7 +536,13 @@ func (p *pipeline) dispatch(ctx context.Context, b *batch) error {
 			// a batch not sent yet: sending is the only way forward.
 			break
 		}
-		if err := p.waitEvent(ctx); err != nil {
+		if conflict && p.onConflictWait != nil {
+			p.onConflictWait(p.seq + 1)
+		}
+		t0 := time.Now()
+		err := p.waitEvent(ctx)
+		p.waitWindow += time.Since(t0)
+		if err != nil {
 			return err
 		}
 	}
@@ -526,7 +646,7 @@ func (p *pipeline) advance(ctx context.Context) {
 		return
 	}
 	u := &commitUnit{cp: state.Checkpoint{RunID: p.runID, Owner: p.owner, TTL: p.ttl, Position: w,
-		BytesDone: p.reader.Progress().Bytes}}
+		BytesDone: p.bytes}}
 	d := &u.cp.Delta
 	d.Read = w - p.pos
 	for _, b := range p.window {
@@ -551,7 +671,7 @@ func (p *pipeline) advance(ctx context.Context) {
 		}
 		for i := range b.rows {
 			if !refused[i] {
-				u.fps = append(u.fps, state.Fingerprint{ListID: p.listID, Email: b.emails[i], Payload: b.payloads[i]})
+				u.fps = append(u.fps, state.Fingerprint{Email: b.emails[i], Payload: b.payloads[i]})
 			}
 		}
 		b.rows = nil // the payloads are no longer needed
@@ -579,33 +699,33 @@ func (p *pipeline) advance(ctx context.Context) {
 	p.commits <- u
 }
 
-// committer writes checkpoints in order, and the fingerprints of acknowledged rows in
-// batches of fpFlush.
+// committer writes checkpoints in order, and saves the fingerprints of acknowledged rows
+// every fpFlush rows and at the end.
 func (p *pipeline) committer(ctx context.Context) error {
 	base := context.WithoutCancel(ctx)
-	var fps []state.Fingerprint
-	var fpErr error
-	flush := func() {
-		if len(fps) == 0 || fpErr != nil {
+	saveFailed := false
+	save := func() {
+		if p.fps.Pending() == 0 || saveFailed {
 			return
 		}
 		wctx, cancel := context.WithTimeout(base, commitTimeout)
 		defer cancel()
-		if err := p.store.RecordFingerprints(wctx, fps); err != nil {
+		if err := p.store.SaveFingerprints(wctx, p.fps); err != nil {
 			// Not fatal: a missing fingerprint only makes the next sync send the row again.
-			p.log.WarnContext(ctx, "could not record delta fingerprints", slog.Any("error", err))
-			fpErr = err
+			p.log.WarnContext(ctx, "could not save delta fingerprints", slog.Any("error", err))
+			saveFailed = true
 		}
-		fps = fps[:0]
 	}
 	for u := range p.commits {
 		wctx, cancel := context.WithTimeout(base, commitTimeout)
 		u.err = p.store.Checkpoint(wctx, u.cp)
 		cancel()
 		if u.err == nil {
-			fps = append(fps, u.fps...)
-			if len(fps) >= p.fpFlush {
-				flush()
+			for _, f := range u.fps {
+				p.fps.Add(f)
+			}
+			if p.fps.Pending() >= p.fpFlush {
+				save()
 			}
 		}
 		select {
@@ -613,6 +733,6 @@ func (p *pipeline) committer(ctx context.Context) error {
 		case <-p.done:
 		}
 	}
-	flush()
+	save()
 	return nil
 }

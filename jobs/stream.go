@@ -65,9 +65,9 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 	if err != nil {
 		return "", err
 	}
-	hasFingerprints := false
+	fps := state.NewFingerprintSet(s.listID)
 	if s.delta {
-		if hasFingerprints, err = rt.store.HasFingerprints(ctx, s.listID); err != nil {
+		if fps, err = rt.store.LoadFingerprints(ctx, s.listID); err != nil {
 			return "", err
 		}
 	}
@@ -89,7 +89,7 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 		delta:            s.delta,
 		checkSuppression: hasSuppressions,
 		suppressionMode:  s.suppression,
-		hasFingerprints:  hasFingerprints,
+		fps:              fps,
 		fpFlush:          rt.cfg.FingerprintFlush,
 		stopping:         rt.stoppingChan(),
 		onCommit:         func(c state.Counts) { rt.metrics.addCounts(kind, c) },

@@ -4,39 +4,27 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
 )
 
-// Fingerprint is the last acknowledged payload of one subscriber in one list, as two 8-byte
-// hashes: a million subscribers cost about 24 MB of table, not their payloads.
+// Fingerprint is the last acknowledged payload of one subscriber, as two 8-byte hashes.
 type Fingerprint struct {
-	ListID  int64
 	Email   uint64 // EmailHash of the e-mail
 	Payload uint64 // PayloadHash of what was sent
 }
 
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
+// FingerprintBuckets is how many buckets the fingerprints of one list are spread over (by
+// the top bits of the e-mail hash). Each bucket is one row holding a sorted array of 16-byte
+// entries, so a million fingerprints are 4096 rows of about 4 KB: loading or saving them is
+// one pass over 16 MB, not a million index updates.
+const FingerprintBuckets = 4096
 
-func fnvString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= fnvPrime
-	}
-	return h
-}
+const fpEntrySize = 16
 
-func fnvBytes(h uint64, b []byte) uint64 {
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= fnvPrime
-	}
-	return h
-}
+func bucketOf(email uint64) int { return int(email >> 52) } // top 12 bits: 0..4095
 
 // NormaliseEmail is the form e-mails are compared in: trimmed and lower-cased, as the
 // service matches them.
@@ -50,83 +38,208 @@ func NormaliseEmail(email string) string {
 	return email
 }
 
-// EmailHash is the 64-bit FNV-1a hash of the normalised e-mail. Two e-mails that collide
-// cost at most an unnecessary send: the payload hash covers the e-mail itself.
+// EmailHash is the hash of the normalised e-mail. Two e-mails that collide cost at most an
+// unnecessary send: the payload hash covers the e-mail itself.
 func EmailHash(email string) uint64 {
-	return fnvString(fnvOffset, NormaliseEmail(email))
+	h := NewHasher()
+	h.String(NormaliseEmail(email))
+	return h.Sum64()
 }
 
-// PayloadHash is the 64-bit FNV-1a hash of everything that decides what a push does: the
-// mapping's fingerprint (so a changed mapping sends everything again), the statuses the row
-// is sent with, and the encoded payload.
-func PayloadHash(mappingFingerprint, status, statusMobile string, payload []byte) uint64 {
-	h := fnvString(fnvOffset, mappingFingerprint)
-	h = fnvString(h^0xff, status)
-	h = fnvString(h^0xfe, statusMobile)
-	return fnvBytes(h^0xfd, payload)
+// PayloadHash hashes everything that decides what a push does: the mapping's fingerprint
+// (so a changed mapping sends everything again), the statuses the row is sent with, and the
+// payload's fields given as strings in a fixed order.
+func PayloadHash(mappingFingerprint, status, statusMobile string, fields ...string) uint64 {
+	h := NewHasher()
+	h.String(mappingFingerprint)
+	h.String(status)
+	h.String(statusMobile)
+	for _, f := range fields {
+		h.String(f)
+	}
+	return h.Sum64()
 }
 
-// RecordFingerprints records the fingerprints of acknowledged rows; for an e-mail given twice
-// in one list, the later entry wins. It is not fenced by a lease: a fingerprint states what
-// the service holds, whoever sent it. Writing many at once is much cheaper than a few at a
-// time (random keys dirty one page each), so callers buffer them: a fingerprint lost in a
-// crash only makes the next sync send that row again.
-func (s *Store) RecordFingerprints(ctx context.Context, fps []Fingerprint) error {
-	if len(fps) == 0 {
-		return nil
-	}
-	return s.inTx(ctx, func(tx *sql.Tx) error { return upsertFingerprints(ctx, tx, s.d, fps) })
+// FingerprintSet holds the delta fingerprints of one list in memory: those stored when it
+// was loaded (for Lookup), and those added since (written by SaveFingerprints).
+//
+// Lookup only reads what was loaded, so it may run concurrently with Add and
+// SaveFingerprints; Add and SaveFingerprints must not run concurrently with each other.
+type FingerprintSet struct {
+	listID  int64
+	loaded  [][]byte // per bucket: sorted entries as stored; nil when empty
+	n       int
+	pending []Fingerprint
 }
 
-// upsertFingerprints records fps; for an e-mail given twice in one list, the later entry wins.
-func upsertFingerprints(ctx context.Context, tx *sql.Tx, d Dialect, fps []Fingerprint) error {
-	if len(fps) == 0 {
-		return nil
-	}
-	type key struct {
-		list  int64
-		email uint64
-	}
-	last := make(map[key]int, len(fps))
-	for i, f := range fps {
-		last[key{f.ListID, f.Email}] = i
-	}
-	uniq := make([]Fingerprint, 0, len(last))
-	for i, f := range fps {
-		if last[key{f.ListID, f.Email}] == i {
-			uniq = append(uniq, f)
+// NewFingerprintSet returns an empty set for the list, for a run that only records
+// fingerprints (an import) and need not read the stored ones.
+func NewFingerprintSet(listID int64) *FingerprintSet {
+	return &FingerprintSet{listID: listID, loaded: make([][]byte, FingerprintBuckets)}
+}
+
+// ListID is the list the set belongs to.
+func (f *FingerprintSet) ListID() int64 { return f.listID }
+
+// Len is how many fingerprints were loaded.
+func (f *FingerprintSet) Len() int { return f.n }
+
+// Pending is how many fingerprints were added and not yet saved.
+func (f *FingerprintSet) Pending() int { return len(f.pending) }
+
+// Lookup returns the payload hash stored for an e-mail hash when the set was loaded.
+func (f *FingerprintSet) Lookup(email uint64) (uint64, bool) {
+	b := f.loaded[bucketOf(email)]
+	n := len(b) / fpEntrySize
+	i, j := 0, n
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if binary.LittleEndian.Uint64(b[h*fpEntrySize:]) < email {
+			i = h + 1
+		} else {
+			j = h
 		}
 	}
-	// Key order keeps consecutive inserts on neighbouring B-tree pages.
-	slices.SortFunc(uniq, func(a, b Fingerprint) int {
-		if c := cmp.Compare(a.ListID, b.ListID); c != 0 {
-			return c
+	if i < n && binary.LittleEndian.Uint64(b[i*fpEntrySize:]) == email {
+		return binary.LittleEndian.Uint64(b[i*fpEntrySize+8:]), true
+	}
+	return 0, false
+}
+
+// Add records the fingerprint of an acknowledged row, to be written by SaveFingerprints.
+// For an e-mail added twice, the later one wins.
+func (f *FingerprintSet) Add(fp Fingerprint) { f.pending = append(f.pending, fp) }
+
+// LoadFingerprints reads the stored fingerprints of a list.
+func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*FingerprintSet, error) {
+	f := NewFingerprintSet(listID)
+	rows, err := s.db.QueryContext(ctx, "SELECT bucket, data FROM subsync_fingerprint WHERE list_id = $1", listID)
+	if err != nil {
+		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var bucket int
+		var data []byte
+		if err := rows.Scan(&bucket, &data); err != nil {
+			return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
 		}
-		return cmp.Compare(int64(a.Email), int64(b.Email))
+		if bucket < 0 || bucket >= FingerprintBuckets || len(data)%fpEntrySize != 0 {
+			return nil, fmt.Errorf("load fingerprints of list %d: bucket %d is malformed", listID, bucket)
+		}
+		f.loaded[bucket] = data
+		f.n += len(data) / fpEntrySize
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
+	}
+	return f, nil
+}
+
+// SaveFingerprints merges the set's pending fingerprints into the stored ones (re-reading
+// each bucket it changes, so a concurrent run's entries are kept) in one transaction, and
+// clears them. It is not fenced by a lease: a fingerprint states what the service holds,
+// whoever sent it. A fingerprint lost (a crash before the save) only makes the next sync
+// send that row again.
+func (s *Store) SaveFingerprints(ctx context.Context, f *FingerprintSet) error {
+	if len(f.pending) == 0 {
+		return nil
+	}
+	// Group by bucket, in key order; stable, so that the later of two entries for an e-mail
+	// comes last.
+	f.pending = radixSort(f.pending)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		get, err := tx.PrepareContext(ctx, "SELECT data FROM subsync_fingerprint WHERE list_id = $1 AND bucket = $2")
+		if err != nil {
+			return err
+		}
+		defer get.Close()
+		put, err := tx.PrepareContext(ctx, `INSERT INTO subsync_fingerprint (list_id, bucket, data) VALUES ($1, $2, $3)
+ON CONFLICT (list_id, bucket) DO UPDATE SET data = excluded.data`)
+		if err != nil {
+			return err
+		}
+		defer put.Close()
+		var merged []byte
+		for start := 0; start < len(f.pending); {
+			bucket := bucketOf(f.pending[start].Email)
+			end := start + 1
+			for end < len(f.pending) && bucketOf(f.pending[end].Email) == bucket {
+				end++
+			}
+			var stored []byte
+			if err := get.QueryRowContext(ctx, f.listID, bucket).Scan(&stored); err != nil && err != sql.ErrNoRows {
+				return err
+			}
+			merged = mergeBucket(merged[:0], stored, f.pending[start:end])
+			if _, err := put.ExecContext(ctx, f.listID, bucket, merged); err != nil {
+				return err
+			}
+			start = end
+		}
+		return nil
 	})
-	const cols = 3
-	maxRows := d.bulkRows()
-	for len(uniq) > 0 {
-		n := min(len(uniq), maxRows)
-		var b strings.Builder
-		b.Grow(40 + n*16)
-		b.WriteString("INSERT INTO subsync_fingerprint (list_id, email_hash, payload_hash) VALUES ")
-		d.placeholders(&b, n, cols, 1)
-		b.WriteString(" ON CONFLICT (list_id, email_hash) DO UPDATE SET payload_hash = excluded.payload_hash")
-		args := make([]any, 0, n*cols)
-		for _, f := range uniq[:n] {
-			args = append(args, f.ListID, int64(f.Email), int64(f.Payload))
-		}
-		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("record fingerprints: %w", err)
-		}
-		uniq = uniq[n:]
+	if err != nil {
+		return fmt.Errorf("save fingerprints of list %d: %w", f.listID, err)
 	}
+	f.pending = f.pending[:0]
 	return nil
 }
 
-// HasFingerprints reports whether any fingerprint is recorded for the list. A sync to a list
-// without any skips the lookups.
+// radixSort sorts fps by e-mail hash, stably, in four passes over 16-bit digits.
+func radixSort(fps []Fingerprint) []Fingerprint {
+	if len(fps) < 256 {
+		slices.SortStableFunc(fps, func(a, b Fingerprint) int { return cmp.Compare(a.Email, b.Email) })
+		return fps
+	}
+	src, dst := fps, make([]Fingerprint, len(fps))
+	var count [1 << 16]int
+	for shift := uint(0); shift < 64; shift += 16 {
+		clear(count[:])
+		for _, f := range src {
+			count[(f.Email>>shift)&0xffff]++
+		}
+		sum := 0
+		for i, c := range count {
+			count[i] = sum
+			sum += c
+		}
+		for _, f := range src {
+			d := (f.Email >> shift) & 0xffff
+			dst[count[d]] = f
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	return src // four passes: back in fps's array
+}
+
+// mergeBucket appends to dst the union of stored (sorted entries) and add (sorted by e-mail,
+// later duplicates winning), an added entry replacing a stored one for the same e-mail.
+func mergeBucket(dst, stored []byte, add []Fingerprint) []byte {
+	entry := func(e, p uint64) {
+		dst = binary.LittleEndian.AppendUint64(dst, e)
+		dst = binary.LittleEndian.AppendUint64(dst, p)
+	}
+	i := 0
+	for k := 0; k < len(add); k++ {
+		a := add[k]
+		if k+1 < len(add) && add[k+1].Email == a.Email {
+			continue // a later entry for the same e-mail wins
+		}
+		for i+fpEntrySize <= len(stored) && binary.LittleEndian.Uint64(stored[i:]) < a.Email {
+			dst = append(dst, stored[i:i+fpEntrySize]...)
+			i += fpEntrySize
+		}
+		if i+fpEntrySize <= len(stored) && binary.LittleEndian.Uint64(stored[i:]) == a.Email {
+			i += fpEntrySize
+		}
+		entry(a.Email, a.Payload)
+	}
+	return append(dst, stored[i:]...)
+}
+
+// HasFingerprints reports whether any fingerprint is recorded for the list.
 func (s *Store) HasFingerprints(ctx context.Context, listID int64) (bool, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx,
@@ -135,51 +248,6 @@ func (s *Store) HasFingerprints(ctx context.Context, listID int64) (bool, error)
 		return false, fmt.Errorf("check fingerprints of list %d: %w", listID, err)
 	}
 	return n > 0, nil
-}
-
-// Fingerprints returns the recorded payload hash for each of the given e-mail hashes that
-// has one in the list.
-func (s *Store) Fingerprints(ctx context.Context, listID int64, emails []uint64) (map[uint64]uint64, error) {
-	out := make(map[uint64]uint64, len(emails))
-	maxArgs := s.d.bulkRows()
-	for len(emails) > 0 {
-		n := min(len(emails), maxArgs)
-		var b strings.Builder
-		b.WriteString("SELECT email_hash, payload_hash FROM subsync_fingerprint WHERE list_id = ")
-		s.d.param(&b, 1)
-		b.WriteString(" AND email_hash IN (")
-		args := make([]any, 0, n+1)
-		args = append(args, listID)
-		for i, e := range emails[:n] {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			s.d.param(&b, i+2)
-			args = append(args, int64(e))
-		}
-		b.WriteByte(')')
-		if err := s.scanPairs(ctx, b.String(), args, out); err != nil {
-			return nil, fmt.Errorf("read fingerprints of list %d: %w", listID, err)
-		}
-		emails = emails[n:]
-	}
-	return out, nil
-}
-
-func (s *Store) scanPairs(ctx context.Context, q string, args []any, out map[uint64]uint64) error {
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k, v int64
-		if err := rows.Scan(&k, &v); err != nil {
-			return err
-		}
-		out[uint64(k)] = uint64(v)
-	}
-	return rows.Err()
 }
 
 // ForgetFingerprints deletes the fingerprints of a list, so the next sync sends every row.

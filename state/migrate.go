@@ -103,11 +103,11 @@ CREATE TABLE subsync_writeback (
 );
 CREATE INDEX subsync_writeback_pending ON subsync_writeback (target, state, id);
 CREATE TABLE subsync_fingerprint (
-    list_id      INTEGER NOT NULL,
-    email_hash   INTEGER NOT NULL,
-    payload_hash INTEGER NOT NULL,
-    PRIMARY KEY (list_id, email_hash)
-) WITHOUT ROWID;
+    list_id INTEGER NOT NULL,
+    bucket  INTEGER NOT NULL,
+    data    BLOB    NOT NULL,
+    PRIMARY KEY (list_id, bucket)
+);
 CREATE TABLE subsync_staged_file (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
     name       TEXT    NOT NULL,
@@ -208,10 +208,10 @@ CREATE TABLE subsync_writeback (
 );
 CREATE INDEX subsync_writeback_pending ON subsync_writeback (target, state, id);
 CREATE TABLE subsync_fingerprint (
-    list_id      BIGINT NOT NULL,
-    email_hash   BIGINT NOT NULL,
-    payload_hash BIGINT NOT NULL,
-    PRIMARY KEY (list_id, email_hash)
+    list_id BIGINT  NOT NULL,
+    bucket  INTEGER NOT NULL,
+    data    BYTEA   NOT NULL,
+    PRIMARY KEY (list_id, bucket)
 );
 CREATE TABLE subsync_staged_file (
     id         BIGSERIAL PRIMARY KEY,

@@ -211,6 +211,7 @@ func fenced(res sql.Result, runID int64) error {
 }
 
 // Checkpoint is what an acknowledged stretch of a run adds to its state, written atomically.
+// Delta fingerprints are saved separately (SaveFingerprints), in far larger batches.
 type Checkpoint struct {
 	RunID int64
 	Owner string
@@ -219,9 +220,8 @@ type Checkpoint struct {
 	Position  int64
 	BytesDone int64
 	// Delta is added to the run's counts.
-	Delta        Counts
-	Rejects      []Reject
-	Fingerprints []Fingerprint
+	Delta   Counts
+	Rejects []Reject
 }
 
 // SetTotals records what is known in advance of a run's size.
@@ -256,10 +256,7 @@ WHERE id = $1 AND lease_owner = $2`,
 		if err := fenced(res, cp.RunID); err != nil {
 			return err
 		}
-		if err := insertRejects(ctx, tx, s.d, cp.RunID, cp.Rejects); err != nil {
-			return err
-		}
-		return upsertFingerprints(ctx, tx, s.d, cp.Fingerprints)
+		return insertRejects(ctx, tx, s.d, cp.RunID, cp.Rejects)
 	})
 }
 

@@ -225,10 +225,8 @@ func TestCheckpoint(t *testing.T) {
 			{Ordinal: 3, Line: 4, Column: "email", Value: "not-an-email", Code: "invalid_email", Reason: "not an e-mail address"},
 			{Ordinal: 9, Line: 10, Code: state.CodeUnreadable, Reason: "line 10: wrong number of fields"},
 		}
-		fps := []state.Fingerprint{{ListID: 7, Email: 1, Payload: 10}, {ListID: 7, Email: 2, Payload: 20}}
 		cp := state.Checkpoint{RunID: run.ID, Owner: "o", TTL: time.Minute, Position: 10, BytesDone: 512,
-			Delta: state.Counts{Read: 10, Rejected: 2, Sent: 8, Batches: 1, Requests: 2, Retries: 1}, Rejects: rejects,
-			Fingerprints: fps}
+			Delta: state.Counts{Read: 10, Rejected: 2, Sent: 8, Batches: 1, Requests: 2, Retries: 1}, Rejects: rejects}
 		require.NoError(t, s.Checkpoint(ctx, cp))
 		// The same rejects again (a resumed run re-reading a row) are recorded once.
 		require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "o", TTL: time.Minute, Position: 12,
@@ -343,57 +341,99 @@ func TestFingerprints(t *testing.T) {
 		has, err := s.HasFingerprints(ctx, 7)
 		require.NoError(t, err)
 		require.False(t, has)
-
-		run, err := s.ClaimRun(ctx, claim(1, "o", time.Minute))
+		empty, err := s.LoadFingerprints(ctx, 7)
 		require.NoError(t, err)
-		// 2,500 rows (several statements), one e-mail twice: the later payload wins.
-		var fps []state.Fingerprint
+		require.Zero(t, empty.Len())
+
+		// 20,000 e-mails over every bucket, one added twice (the later wins), another list
+		// beside; hashes use all 64 bits.
+		set := state.NewFingerprintSet(7)
 		var emails []uint64
-		for i := range 2500 {
+		for i := range 20_000 {
 			e := state.EmailHash(fmt.Sprintf("person%d@example.com", i))
 			emails = append(emails, e)
-			fps = append(fps, state.Fingerprint{ListID: 7, Email: e, Payload: uint64(i)})
+			set.Add(state.Fingerprint{Email: e, Payload: uint64(i)})
 		}
-		fps = append(fps, state.Fingerprint{ListID: 7, Email: emails[0], Payload: 4242})
-		fps = append(fps, state.Fingerprint{ListID: 8, Email: emails[1], Payload: 1})
-		require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "o", TTL: time.Minute,
-			Position: 1, Fingerprints: fps}))
+		set.Add(state.Fingerprint{Email: emails[0], Payload: 4242})
+		set.Add(state.Fingerprint{Email: 1 << 63, Payload: ^uint64(0)})
+		require.Equal(t, 20_002, set.Pending())
+		require.NoError(t, s.SaveFingerprints(ctx, set))
+		require.Zero(t, set.Pending())
+		other := state.NewFingerprintSet(8)
+		other.Add(state.Fingerprint{Email: emails[1], Payload: 1})
+		require.NoError(t, s.SaveFingerprints(ctx, other))
 
-		got, err := s.Fingerprints(ctx, 7, append(emails, 12345))
+		got, err := s.LoadFingerprints(ctx, 7)
 		require.NoError(t, err)
-		require.Len(t, got, 2500)
-		require.Equal(t, uint64(4242), got[emails[0]])
-		require.Equal(t, uint64(2499), got[emails[2499]])
+		require.Equal(t, 20_001, got.Len())
+		p, ok := got.Lookup(emails[0])
+		require.True(t, ok)
+		require.Equal(t, uint64(4242), p)
+		p, ok = got.Lookup(emails[19_999])
+		require.True(t, ok)
+		require.Equal(t, uint64(19_999), p)
+		p, ok = got.Lookup(1 << 63)
+		require.True(t, ok)
+		require.Equal(t, ^uint64(0), p)
+		_, ok = got.Lookup(state.EmailHash("nobody@example.com"))
+		require.False(t, ok)
+
+		// A later run's save merges into what is stored: changed entries replaced, new ones
+		// added, the rest kept; a set loaded earlier still answers from what it loaded.
+		next := state.NewFingerprintSet(7)
+		next.Add(state.Fingerprint{Email: emails[5], Payload: 555})
+		next.Add(state.Fingerprint{Email: state.EmailHash("new@example.com"), Payload: 9})
+		require.NoError(t, s.SaveFingerprints(ctx, next))
+		again, err := s.LoadFingerprints(ctx, 7)
+		require.NoError(t, err)
+		require.Equal(t, 20_002, again.Len())
+		p, _ = again.Lookup(emails[5])
+		require.Equal(t, uint64(555), p)
+		p, _ = again.Lookup(emails[6])
+		require.Equal(t, uint64(6), p)
+		p, _ = got.Lookup(emails[5])
+		require.Equal(t, uint64(5), p)
+
 		has, err = s.HasFingerprints(ctx, 7)
 		require.NoError(t, err)
 		require.True(t, has)
-
-		// Hashes use all 64 bits, stored in signed columns.
-		big := state.Fingerprint{ListID: 9, Email: 1 << 63, Payload: ^uint64(0)}
-		require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "o", TTL: time.Minute,
-			Position: 2, Fingerprints: []state.Fingerprint{big}}))
-		got, err = s.Fingerprints(ctx, 9, []uint64{1 << 63})
-		require.NoError(t, err)
-		require.Equal(t, ^uint64(0), got[1<<63])
-
 		require.NoError(t, s.ForgetFingerprints(ctx, 7))
 		has, err = s.HasFingerprints(ctx, 7)
 		require.NoError(t, err)
 		require.False(t, has)
+		kept, err := s.LoadFingerprints(ctx, 8)
+		require.NoError(t, err)
+		require.Equal(t, 1, kept.Len())
 	})
 }
 
 func TestHashes(t *testing.T) {
 	t.Parallel()
 
+	// Hashes are stored: their values must never change.
+	require.Equal(t, uint64(0x9e65c26e665051c7), state.EmailHash("ola.nordmann@example.no"))
+	require.Equal(t, uint64(0x5ed57b1525226d1e), state.PayloadHash("m1", "active", "", "ola.nordmann@example.no", "Ola"))
+
 	require.Equal(t, state.EmailHash("Ola.Nordmann@Example.NO "), state.EmailHash("ola.nordmann@example.no"))
 	require.NotEqual(t, state.EmailHash("a@example.com"), state.EmailHash("b@example.com"))
-	p := []byte(`{"email":"a@example.com"}`)
-	require.Equal(t, state.PayloadHash("m1", "", "", p), state.PayloadHash("m1", "", "", p))
-	require.NotEqual(t, state.PayloadHash("m1", "", "", p), state.PayloadHash("m2", "", "", p), "mapping changed")
-	require.NotEqual(t, state.PayloadHash("m1", "", "", p), state.PayloadHash("m1", "active", "", p), "status changed")
-	require.NotEqual(t, state.PayloadHash("m1", "active", "", p), state.PayloadHash("m1", "", "active", p))
-	require.NotEqual(t, state.PayloadHash("m1", "", "", p), state.PayloadHash("m1", "", "", []byte(`{"email":"b@example.com"}`)))
+	p := []string{"a@example.com", "Ola"}
+	require.Equal(t, state.PayloadHash("m1", "", "", p...), state.PayloadHash("m1", "", "", p...))
+	require.NotEqual(t, state.PayloadHash("m1", "", "", p...), state.PayloadHash("m2", "", "", p...), "mapping changed")
+	require.NotEqual(t, state.PayloadHash("m1", "", "", p...), state.PayloadHash("m1", "active", "", p...), "status changed")
+	require.NotEqual(t, state.PayloadHash("m1", "active", "", p...), state.PayloadHash("m1", "", "active", p...))
+	require.NotEqual(t, state.PayloadHash("m1", "", "", "ab", "c"), state.PayloadHash("m1", "", "", "a", "bc"), "field boundaries")
+	require.NotEqual(t, state.PayloadHash("m1", "", "", "a@example.com", "Ola"), state.PayloadHash("m1", "", "", "a@example.com", "Olb"))
+
+	// A million similar addresses: no collision, and every fingerprint bucket in use.
+	seen := make(map[uint64]bool, 1_000_000)
+	buckets := make(map[uint64]bool)
+	for i := range 1_000_000 {
+		h := state.EmailHash(fmt.Sprintf("person%d@example.com", i))
+		require.False(t, seen[h], "collision at %d", i)
+		seen[h] = true
+		buckets[h>>52] = true
+	}
+	require.Len(t, buckets, state.FingerprintBuckets)
 }
 
 func TestStatusChanges(t *testing.T) {
@@ -515,9 +555,9 @@ func TestStagedFile(t *testing.T) {
 	})
 }
 
-// BenchmarkRecordFingerprints measures recording fingerprints in 50,000-row flushes, as the
-// import pipeline does, into a table that grows to b.N rows.
-func BenchmarkRecordFingerprints(b *testing.B) {
+// BenchmarkFingerprints saves a million fingerprints (a first import of a million rows),
+// loads them (a sync's start) and looks each up (a sync's delta check).
+func BenchmarkFingerprints(b *testing.B) {
 	db, err := state.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "subsync.db"))
 	require.NoError(b, err)
 	defer db.Close()
@@ -525,34 +565,32 @@ func BenchmarkRecordFingerprints(b *testing.B) {
 	require.NoError(b, err)
 	s := state.New(db, state.SQLite)
 	ctx := context.Background()
-	fps := make([]state.Fingerprint, 0, 50_000)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		fps = append(fps, state.Fingerprint{ListID: 1, Email: state.EmailHash("p" + strconv.Itoa(i) + "@example.com"), Payload: uint64(i)})
-		if len(fps) == cap(fps) || i == b.N-1 {
-			require.NoError(b, s.RecordFingerprints(ctx, fps))
-			fps = fps[:0]
-		}
+	const n = 1_000_000
+	emails := make([]uint64, n)
+	for i := range emails {
+		emails[i] = state.EmailHash("p" + strconv.Itoa(i) + "@example.com")
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-}
-
-func TestWatermark(t *testing.T) {
-	t.Parallel()
-
-	eachDB(t, func(t *testing.T, s *state.Store) {
-		ctx := context.Background()
-		v, err := s.Watermark(ctx, "sync:crm")
-		require.NoError(t, err)
-		require.Empty(t, v)
-		require.NoError(t, s.SetWatermark(ctx, "sync:crm", "2025-03-01T10:00:00Z"))
-		require.NoError(t, s.SetWatermark(ctx, "sync:crm", "2025-03-02T10:00:00Z"))
-		v, err = s.Watermark(ctx, "sync:crm")
-		require.NoError(t, err)
-		require.Equal(t, "2025-03-02T10:00:00Z", v)
-		require.NoError(t, s.SetWatermark(ctx, "sync:crm", ""))
-		v, err = s.Watermark(ctx, "sync:crm")
-		require.NoError(t, err)
-		require.Empty(t, v)
-	})
+	for b.Loop() {
+		set := state.NewFingerprintSet(1)
+		for i, e := range emails {
+			set.Add(state.Fingerprint{Email: e, Payload: uint64(i)})
+		}
+		start := time.Now()
+		require.NoError(b, s.SaveFingerprints(ctx, set))
+		saved := time.Since(start)
+		start = time.Now()
+		loaded, err := s.LoadFingerprints(ctx, 1)
+		require.NoError(b, err)
+		load := time.Since(start)
+		start = time.Now()
+		for _, e := range emails {
+			if _, ok := loaded.Lookup(e); !ok {
+				b.Fatal("lost a fingerprint")
+			}
+		}
+		b.ReportMetric(saved.Seconds(), "save-s")
+		b.ReportMetric(load.Seconds(), "load-s")
+		b.ReportMetric(float64(time.Since(start).Nanoseconds())/n, "ns/lookup")
+		require.NoError(b, s.ForgetFingerprints(ctx, 1))
+	}
 }

@@ -1,0 +1,456 @@
+// Command e2ebench measures subsync end to end against the raw limit of the emulator.
+//
+// It generates N contacts (default 1,000,000) as CSV and as XLSX, then for each format:
+//
+//  1. raw: posts the same rows, mapped and pre-encoded as 1000-row bodies before the clock
+//     starts, to a fresh emulator with a minimal client (plain net/http, 4 requests in flight);
+//  2. subsync: starts a child process (this binary again) that opens the jobs runtime on a
+//     fresh SQLite database, queues the import and works it in-process (Runtime.Wait), as
+//     `subsync import FILE --wait` does, against a fresh emulator with the same settings;
+//     the clock runs from queueing to the run's completion (reading, mapping, checkpoints and
+//     delta fingerprints included);
+//
+// and prints rows/s for both, their ratio, and the peak RSS (VmHWM) of the subsync process.
+//
+//	go run ./jobs/e2ebench                      # 1,000,000 rows, csv and xlsx
+//	go run ./jobs/e2ebench -rows 200000 -formats csv
+//
+// SUBSYNC_E2EBENCH_LOG=info shows the subsync process's log; SUBSYNC_E2EBENCH_CPUPROFILE=file makes the subsync process write a CPU profile.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/sink/sinktest"
+	"github.com/subsync/subsync/sources"
+)
+
+// childEnv makes this binary the subsync child; its value is the child's JSON config.
+const childEnv = "SUBSYNC_E2EBENCH_CHILD"
+
+const (
+	benchUser = "bench-user"
+	benchKey  = "bench-key"
+)
+
+type childConfig struct {
+	SinkURL         string `json:"sink_url"`
+	DataDir         string `json:"data_dir"`
+	Path            string `json:"path"`
+	ListID          int64  `json:"list_id"`
+	InFlight        int    `json:"in_flight"`
+	BatchesInFlight int    `json:"batches_in_flight"`
+}
+
+type childResult struct {
+	Rows    int64   `json:"rows"`
+	Sent    int64   `json:"sent"`
+	Seconds float64 `json:"seconds"` // queued to completed
+	// TotalSeconds adds stopping the in-process queue client, as `import --wait` returns.
+	TotalSeconds float64 `json:"total_seconds"`
+	VmHWMkB      int64   `json:"vmhwm_kb"`
+	Error        string  `json:"error,omitempty"`
+	Requests     int64   `json:"requests"`
+}
+
+func main() {
+	if raw := os.Getenv(childEnv); raw != "" {
+		os.Exit(child(raw))
+	}
+	rows := flag.Int("rows", 1_000_000, "contacts to generate")
+	formats := flag.String("formats", "csv,xlsx", "formats to measure")
+	dir := flag.String("dir", "", "where to keep the generated files (reused when present); default a temporary directory")
+	inFlight := flag.Int("in-flight", 4, "HTTP requests in flight, for both clients")
+	batches := flag.Int("batches-in-flight", 4, "subsync's batches sent and not yet checkpointed (jobs.Config.BatchesInFlight)")
+	flag.Parse()
+	if err := run(*rows, strings.Split(*formats, ","), *dir, *inFlight, *batches); err != nil {
+		fmt.Fprintln(os.Stderr, "e2ebench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n int, formats []string, dir string, inFlight, batches int) error {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "e2ebench-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	fmt.Printf("e2ebench: %d contacts, %d requests in flight, subsync batches in flight %d\n", n, inFlight, batches)
+	type result struct {
+		format                             string
+		raw, subsync, ratio                float64
+		rssMB                              float64
+		rawSeconds, syncSeconds, syncTotal float64
+	}
+	var results []result
+	for _, format := range formats {
+		path := filepath.Join(dir, fmt.Sprintf("contacts-%d.%s", n, format))
+		if _, err := os.Stat(path); err != nil {
+			start := time.Now()
+			if err := generate(path, format, n); err != nil {
+				return fmt.Errorf("generate %s: %w", format, err)
+			}
+			fmt.Printf("generated %s in %s\n", path, time.Since(start).Round(time.Millisecond))
+		}
+		bodies, err := encode(path)
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", format, err)
+		}
+		rawRate, rawSecs, err := rawPost(bodies, n, inFlight)
+		if err != nil {
+			return fmt.Errorf("raw %s: %w", format, err)
+		}
+		bodies = nil
+		res, err := subsync(path, dir, inFlight, batches)
+		if err != nil {
+			return fmt.Errorf("subsync %s: %w", format, err)
+		}
+		if res.Sent != int64(n) {
+			return fmt.Errorf("subsync %s: sent %d rows, want %d", format, res.Sent, n)
+		}
+		rate := float64(res.Rows) / res.Seconds
+		results = append(results, result{format: format, raw: rawRate, subsync: rate, ratio: rate / rawRate,
+			rssMB: float64(res.VmHWMkB) / 1024, rawSeconds: rawSecs, syncSeconds: res.Seconds,
+			syncTotal: res.TotalSeconds})
+	}
+	fmt.Printf("\n%-6s %14s %14s %8s %14s\n", "format", "raw rows/s", "subsync rows/s", "ratio", "subsync peak RSS")
+	for _, r := range results {
+		fmt.Printf("%-6s %14.0f %14.0f %7.0f%% %13.0f MB   (raw %.2fs, subsync %.2fs queued to completed, %.2fs with client stop)\n",
+			r.format, r.raw, r.subsync, 100*r.ratio, r.rssMB, r.rawSeconds, r.syncSeconds, r.syncTotal)
+	}
+	return nil
+}
+
+var (
+	firstNames = []string{"Ola", "Kari", "Per", "Anne", "Lars", "Ingrid", "Jonas", "Sofie", "Emil", "Nora", "Håkon", "Åse"}
+	lastNames  = []string{"Nordmann", "Hansen", "Johansen", "Olsen", "Larsen", "Andersen", "Pedersen", "Nilsen", "Kristiansen", "Jensen"}
+	cities     = []string{"Oslo", "Bergen", "Trondheim", "Stavanger", "Tromsø", "Kristiansand", "Drammen", "Bodø"}
+)
+
+// contact returns the cells of contact i: E-post, Fornavn, Etternavn, Adresse, Postnummer,
+// Poststed, Mobil.
+func contact(i int) []string {
+	return []string{
+		fmt.Sprintf("kontakt%d@example.com", i),
+		firstNames[i%len(firstNames)],
+		lastNames[(i/7)%len(lastNames)],
+		fmt.Sprintf("Storgata %d", i%200+1),
+		fmt.Sprintf("%04d", i%9000+1000),
+		cities[(i/3)%len(cities)],
+		fmt.Sprintf("9%07d", i%10_000_000),
+	}
+}
+
+var header = []string{"E-post", "Fornavn", "Etternavn", "Adresse", "Postnummer", "Poststed", "Mobil"}
+
+func generate(path, format string, n int) error {
+	tmp := path + ".tmp"
+	switch format {
+	case "csv":
+		f, err := os.Create(tmp)
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		fmt.Fprintln(w, strings.Join(header, ","))
+		for i := 1; i <= n; i++ {
+			fmt.Fprintln(w, strings.Join(contact(i), ","))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	case "xlsx":
+		f := excelize.NewFile()
+		sw, err := f.NewStreamWriter("Sheet1")
+		if err != nil {
+			return err
+		}
+		row := make([]any, len(header))
+		for i, h := range header {
+			row[i] = h
+		}
+		if err := sw.SetRow("A1", row); err != nil {
+			return err
+		}
+		for i := 1; i <= n; i++ {
+			for j, v := range contact(i) {
+				row[j] = v
+			}
+			cell, _ := excelize.CoordinatesToCellName(1, i+1)
+			if err := sw.SetRow(cell, row); err != nil {
+				return err
+			}
+		}
+		if err := sw.Flush(); err != nil {
+			return err
+		}
+		if err := f.SaveAs(tmp); err != nil {
+			return err
+		}
+		_ = f.Close()
+	default:
+		return fmt.Errorf("format %q: want csv or xlsx", format)
+	}
+	return os.Rename(tmp, path)
+}
+
+// encode maps the file with subsync's own mapping (automatic, by column names) and encodes
+// the payloads as 1000-row bulkinsert bodies: the raw client sends exactly what subsync sends.
+func encode(path string) ([][]byte, error) {
+	ctx := context.Background()
+	r, err := sources.Open(ctx, sources.Config{Path: path})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	spec, _ := mapping.Spec{}.WithAuto(r.Header())
+	m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
+	if err != nil {
+		return nil, err
+	}
+	var bodies [][]byte
+	var body []byte
+	rows := 0
+	flush := func() {
+		if rows > 0 {
+			bodies = append(bodies, append(body, ']'))
+		}
+		body, rows = nil, 0
+	}
+	for {
+		rec, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		row, rej := m.Map(rec)
+		if rej != nil {
+			return nil, rej
+		}
+		if rows == 0 {
+			body = append(make([]byte, 0, 200*sink.MaxBatchRows), '[')
+		} else {
+			body = append(body, ',')
+		}
+		body = row.Sub.AppendJSON(body)
+		if rows++; rows == sink.MaxBatchRows {
+			flush()
+		}
+	}
+	flush()
+	return bodies, nil
+}
+
+// emulator starts a fresh emulator on a local port.
+func emulator() (*sinktest.Emulator, string, func(), error) {
+	emu := sinktest.New(sinktest.WithCredentials(benchUser, benchKey))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		_ = emu.Serve(ctx, ln)
+		close(done)
+	}()
+	return emu, "http://" + ln.Addr().String() + sinktest.V2Prefix, func() { cancel(); <-done }, nil
+}
+
+// rawPost posts the bodies with plain net/http, inFlight at a time, and returns rows/s.
+func rawPost(bodies [][]byte, n, inFlight int) (float64, float64, error) {
+	emu, base, stop, err := emulator()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stop()
+	list := emu.CreateList("raw")
+	url := base + "/subscribers/bulkinsert?subscriber_list_id=" + strconv.FormatInt(list, 10)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: inFlight}}
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range inFlight {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(bodies) {
+					return
+				}
+				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(bodies[i]))
+				req.SetBasicAuth(benchUser, benchKey)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("HTTP %d", resp.StatusCode)
+					}
+				}
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	secs := time.Since(start).Seconds()
+	if firstErr != nil {
+		return 0, 0, firstErr
+	}
+	if got := len(emu.ListSubscribers(list)); got != n {
+		return 0, 0, fmt.Errorf("emulator holds %d subscribers, want %d", got, n)
+	}
+	return float64(n) / secs, secs, nil
+}
+
+// subsync runs the import in a child process and returns what it measured.
+func subsync(path, dir string, inFlight, batches int) (childResult, error) {
+	emu, base, stop, err := emulator()
+	if err != nil {
+		return childResult{}, err
+	}
+	defer stop()
+	list := emu.CreateList("subsync")
+	dataDir, err := os.MkdirTemp(dir, "data-*")
+	if err != nil {
+		return childResult{}, err
+	}
+	defer os.RemoveAll(dataDir)
+	raw, _ := json.Marshal(childConfig{SinkURL: base, DataDir: dataDir, Path: path, ListID: list,
+		InFlight: inFlight, BatchesInFlight: batches})
+	self, err := os.Executable()
+	if err != nil {
+		return childResult{}, err
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return childResult{}, fmt.Errorf("child: %w", err)
+	}
+	var res childResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return childResult{}, fmt.Errorf("child output %q: %w", out, err)
+	}
+	if res.Error != "" {
+		return res, errors.New(res.Error)
+	}
+	if got := len(emu.ListSubscribers(list)); int64(got) != res.Sent {
+		return res, fmt.Errorf("emulator holds %d subscribers, the run says %d sent", got, res.Sent)
+	}
+	return res, nil
+}
+
+// child is the subsync process: the jobs runtime on a fresh SQLite database, one import,
+// worked in-process.
+func child(raw string) int {
+	var c childConfig
+	res := childResult{}
+	defer func() {
+		res.VmHWMkB = vmHWM()
+		_ = json.NewEncoder(os.Stdout).Encode(res)
+	}()
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		res.Error = err.Error()
+		return 0
+	}
+	if prof := os.Getenv("SUBSYNC_E2EBENCH_CPUPROFILE"); prof != "" {
+		f, err := os.Create(prof)
+		if err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
+	ctx := context.Background()
+	rt, err := jobs.Open(ctx, jobs.Config{
+		DataDir: c.DataDir, BatchesInFlight: c.BatchesInFlight, PollInterval: 25 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
+		Sink: sink.Config{BaseURL: c.SinkURL, UserID: benchUser, APIKey: benchKey, RequestsPerSecond: -1,
+			MaxInFlight: c.InFlight},
+	})
+	if err != nil {
+		res.Error = err.Error()
+		return 0
+	}
+	defer rt.Close()
+	start := time.Now()
+	id, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: c.Path, ListID: c.ListID})
+	if err != nil {
+		res.Error = err.Error()
+		return 0
+	}
+	run, err := rt.Wait(ctx, id, func(p jobs.Progress) {
+		if p.State == "completed" && res.Seconds == 0 {
+			res.Seconds = time.Since(start).Seconds()
+		}
+	})
+	res.TotalSeconds = time.Since(start).Seconds()
+	if err != nil {
+		res.Error = err.Error()
+		return 0
+	}
+	res.Rows, res.Sent, res.Requests = run.Counts.Read, run.Counts.Sent, run.Counts.Requests
+	return 0
+}
+
+// logLevel is the subsync process's log level: SUBSYNC_E2EBENCH_LOG (debug, info, warn), warn by default.
+func logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("SUBSYNC_E2EBENCH_LOG"))); err != nil {
+		return slog.LevelWarn
+	}
+	return l
+}
+
+// vmHWM is the peak resident set size of this process in kB (Linux).
+func vmHWM() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return v
+		}
+	}
+	return 0
+}

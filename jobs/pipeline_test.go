@@ -1,0 +1,122 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/state"
+)
+
+// heldCall is one InsertBatch the stub holds until the test answers it.
+type heldCall struct {
+	rows   []sink.Subscriber
+	answer chan error
+}
+
+// holdingSender is a batchSender whose calls wait for the test.
+type holdingSender struct{ calls chan heldCall }
+
+func (s *holdingSender) InsertBatch(ctx context.Context, _ sink.BulkOptions, rows []sink.Subscriber) (sink.BatchResult, error) {
+	c := heldCall{rows: rows, answer: make(chan error)}
+	select {
+	case s.calls <- c:
+	case <-ctx.Done():
+		return sink.BatchResult{}, ctx.Err()
+	}
+	if err := <-c.answer; err != nil {
+		return sink.BatchResult{Requests: 1}, err
+	}
+	return sink.BatchResult{Sent: len(rows), Requests: 1}, nil
+}
+
+// TestPipelineOrdersDuplicates: a row whose e-mail is in a sent, unacknowledged batch waits
+// for that batch's acknowledgement, so the last row for an e-mail wins; and the checkpoint
+// never passes an unacknowledged batch.
+func TestPipelineOrdersDuplicates(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("E-post,Fornavn\n")
+	for i := 1; i <= 2500; i++ {
+		if i == 2400 {
+			b.WriteString("person10@example.com,Later\n") // the same person as row 10
+			continue
+		}
+		fmt.Fprintf(&b, "person%d@example.com,Ola%d\n", i, i)
+	}
+	path := filepath.Join(dir, "contacts.csv")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+
+	db, err := state.OpenSQLite(ctx, filepath.Join(dir, "subsync.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = state.Migrate(ctx, db, state.SQLite)
+	require.NoError(t, err)
+	store := state.New(db, state.SQLite)
+	run, err := store.ClaimRun(ctx, state.Claim{JobID: 1, Kind: KindImport, Owner: "o", TTL: time.Minute})
+	require.NoError(t, err)
+
+	r, err := sources.Open(ctx, sources.Config{Path: path})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	spec, _ := mapping.Spec{}.WithAuto(r.Header())
+	m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
+	require.NoError(t, err)
+
+	sender := &holdingSender{calls: make(chan heldCall)}
+	waits := make(chan int, 16)
+	p := &pipeline{store: store, sender: sender, log: slog.New(slog.DiscardHandler), reader: r, mapper: m,
+		dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o", ttl: time.Minute,
+		windowSize: 4, suppressionMode: SuppressionSkip, fps: state.NewFingerprintSet(7), fpFlush: 1 << 20,
+		stopping: make(chan struct{}), onConflictWait: func(seq int) { waits <- seq }}
+	done := make(chan error, 1)
+	go func() { done <- p.run(ctx, 0) }()
+
+	first := <-sender.calls // rows 1..1000, with person10 as Ola10
+	second := <-sender.calls
+	require.Equal(t, 1000, len(first.rows))
+	require.Equal(t, "Ola10", first.rows[9].Firstname)
+	require.Equal(t, 1000, len(second.rows))
+	// The last batch holds person10 again: it waits for the first batch, however long.
+	require.Equal(t, 3, <-waits)
+	second.answer <- nil
+	require.Equal(t, 3, <-waits, "still waiting after another batch's acknowledgement")
+	got, err := store.Run(ctx, run.ID)
+	require.NoError(t, err)
+	require.Zero(t, got.Position, "the checkpoint does not pass the unacknowledged first batch")
+
+	first.answer <- nil
+	third := <-sender.calls
+	require.Equal(t, 500, len(third.rows))
+	later := third.rows[indexOf(third.rows, "person10@example.com")]
+	require.Equal(t, "Later", later.Firstname)
+	third.answer <- nil
+	require.NoError(t, <-done)
+
+	got, err = store.Run(ctx, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(2500), got.Position)
+	require.Equal(t, state.Counts{Read: 2500, Duplicates: 1, Sent: 2500, Batches: 3, Requests: 3}, got.Counts)
+}
+
+func indexOf(rows []sink.Subscriber, email string) int {
+	for i, r := range rows {
+		if r.Email == email {
+			return i
+		}
+	}
+	return -1
+}
