@@ -11,11 +11,13 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink/sinktest"
 	"github.com/subsync/subsync/state"
 )
 
@@ -32,6 +34,11 @@ func TestImportWait(t *testing.T) {
 
 		jobID, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID})
 		require.NoError(t, err)
+		if backend == "postgres" {
+			// On Postgres the file was staged into the database: any worker can read it,
+			// whether or not it sees this machine's disk.
+			require.NoError(t, os.Remove(path))
+		}
 		var reports []jobs.Progress
 		run, err := rt.Wait(ctx, jobID, func(p jobs.Progress) { reports = append(reports, p) })
 		require.NoError(t, err)
@@ -134,4 +141,48 @@ func mustSpec(t *testing.T, toml string) *mapping.Spec {
 	s, err := mapping.ParseSpec([]byte(strings.TrimSpace(toml)))
 	require.NoError(t, err)
 	return &s
+}
+
+// TestSnoozeOnLongRetryAfter: a 429 whose Retry-After exceeds the client's cap snoozes the
+// job for that long; the run then resumes and completes.
+func TestSnoozeOnLongRetryAfter(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend, sinktest.WithFaults(sinktest.Faults{TooManyRate: 1, RetryAfter: 2 * time.Second}))
+		b.cfg.Sink.RetryAfterCap = 500 * time.Millisecond
+		rt := b.open(t)
+		path := contacts(t, t.TempDir(), 1500, nil)
+		jobID, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID})
+		require.NoError(t, err)
+
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- rt.Run(runCtx) }()
+		// Snoozed: queued again for when the service said, without a failed attempt.
+		var queued []jobs.JobInfo
+		waitFor(t, 30*time.Second, "the job to be snoozed", func() bool {
+			queued, err = rt.Jobs(ctx)
+			require.NoError(t, err)
+			return len(queued) == 1 && queued[0].State != "running" && queued[0].ScheduledAt.After(time.Now())
+		})
+		require.Empty(t, queued[0].LastError, "a snooze is not an error")
+		require.WithinDuration(t, time.Now().Add(2*time.Second), queued[0].ScheduledAt, 1500*time.Millisecond)
+		paused := runOf(t, rt.State(), jobID)
+		require.Equal(t, state.RunRetrying, paused.State)
+		require.Contains(t, paused.Error, "429")
+
+		b.emu.SetFaults(sinktest.Faults{})
+		waitFor(t, 30*time.Second, "the run to complete", func() bool {
+			return runOf(t, rt.State(), jobID).State == state.RunCompleted
+		})
+		stop()
+		require.NoError(t, <-done)
+		run := runOf(t, rt.State(), jobID)
+		require.Equal(t, 2, run.Attempts)
+		require.Empty(t, run.Error)
+		require.Equal(t, int64(1500), run.Counts.Sent)
+		require.Len(t, b.emu.ListSubscribers(b.listID), 1500)
+	})
 }
