@@ -69,9 +69,10 @@ type XLSXReader struct {
 	tmpDir string
 	file   *excelize.File
 	rows   *excelize.Rows
-	sheet  string
-	header []string
-	row    int // the worksheet row the iterator is on
+	sheet    string
+	header   []string
+	row      int  // the worksheet row the iterator is on
+	date1904 bool // serial numbers count days from 1904, not 1900
 
 	totalRows int64
 	read      atomic.Int64
@@ -170,6 +171,9 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 	}
 	if err := dataFormats(r.file); err != nil {
 		return nil, err
+	}
+	if wb := r.file.WorkBook; wb != nil && wb.WorkbookPr != nil {
+		r.date1904 = wb.WorkbookPr.Date1904
 	}
 	if r.sheet, err = chooseSheet(r.file, opts); err != nil {
 		return nil, err
@@ -280,6 +284,11 @@ func (r *XLSXReader) readHeader(ctx context.Context, headerRow int) error {
 			}
 			continue
 		}
+		for i, v := range cells {
+			if iso, ok := isoDate(v, r.date1904); ok {
+				cells[i] = iso
+			}
+		}
 		header, err := normalizeHeader(cells)
 		if err != nil {
 			return fmt.Errorf("sheet %q row %d: %w", r.sheet, r.row, err)
@@ -346,6 +355,11 @@ func (r *XLSXReader) Next(ctx context.Context) (Record, error) {
 		}
 		values := make([]string, len(r.header))
 		copy(values, cells)
+		for i, v := range values {
+			if iso, ok := isoDate(v, r.date1904); ok {
+				values[i] = iso
+			}
+		}
 		rec.Values = values
 		return rec, nil
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/xml"
 	"io"
 	"path"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/xuri/excelize/v2"
 )
@@ -72,11 +74,41 @@ const (
 	fmtTime
 )
 
-// isoFormats are the formats date cells are shown in instead of their own.
-var isoFormats = map[numFmtKind]string{
-	fmtDate:     "yyyy-mm-dd",
-	fmtDateTime: `yyyy-mm-dd"T"hh:mm:ss`,
-	fmtTime:     "hh:mm:ss",
+// Date cells: excelize formats a date slowly (about a quarter of a millisecond a cell, in
+// its locale tables), so date styles get a number format instead that shows the serial
+// number behind a marker, and the reader turns it into ISO text itself. The marker starts
+// with NUL, which XML text cannot hold, so no cell value starts with it by chance.
+const dateMarker = "\x00"
+
+// dateFormats are the number formats date styles get: the marker, the kind, the serial.
+var dateFormats = map[numFmtKind]string{
+	fmtDate:     `"` + dateMarker + `d"0.000000000`,
+	fmtDateTime: `"` + dateMarker + `T"0.000000000`,
+	fmtTime:     `"` + dateMarker + `t"0.000000000`,
+}
+
+// isoDate turns a value formatted with one of dateFormats into ISO text; ok is false for
+// any other value.
+func isoDate(v string, date1904 bool) (string, bool) {
+	if len(v) < 3 || v[0] != 0 {
+		return "", false
+	}
+	serial, err := strconv.ParseFloat(v[2:], 64)
+	if err != nil {
+		return "", false
+	}
+	t, err := excelize.ExcelDateToTime(serial, date1904)
+	if err != nil {
+		return "", false
+	}
+	t = t.Round(time.Second)
+	switch v[1] {
+	case 'd':
+		return t.Format(time.DateOnly), true
+	case 't':
+		return t.Format(time.TimeOnly), true
+	}
+	return t.Format("2006-01-02T15:04:05"), true
 }
 
 // builtinNumFmtKind classifies Excel's built-in number formats (ECMA-376 18.8.30). The
@@ -143,10 +175,10 @@ func classifyNumFmt(code string) numFmtKind {
 	return fmtOther
 }
 
-// dataFormats makes every cell style with a date or time format show ISO text instead, and
-// every style with the General format show numbers with all their digits: it adds one style
-// per ISO format and points the styles' number formats elsewhere. Nothing is written back
-// to the file.
+// dataFormats makes every cell style with a date or time format show its serial number
+// behind a marker (see dateFormats), and every style with the General format show numbers
+// with all their digits: it adds one style per date format and points the styles' number
+// formats elsewhere. Nothing is written back to the file.
 func dataFormats(f *excelize.File) error {
 	if f.Styles == nil || f.Styles.CellXfs == nil {
 		return nil
@@ -171,7 +203,7 @@ func dataFormats(f *excelize.File) error {
 		}
 	}
 	ids := map[numFmtKind]int{}
-	for kind, code := range isoFormats {
+	for kind, code := range dateFormats {
 		style, err := f.NewStyle(&excelize.Style{CustomNumFmt: &code})
 		if err != nil {
 			return err
