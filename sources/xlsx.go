@@ -65,10 +65,10 @@ type XLSXOptions struct {
 // truncated or corrupt file, and one that would unpack to more than MaxUnzipSize
 // (ErrTooLarge).
 type XLSXReader struct {
-	path   string
-	tmpDir string
-	file   *excelize.File
-	rows   *excelize.Rows
+	path     string
+	tmpDir   string
+	file     *excelize.File
+	rows     *excelize.Rows
 	sheet    string
 	header   []string
 	row      int  // the worksheet row the iterator is on
