@@ -48,17 +48,18 @@ type XLSXOptions struct {
 // XLSXReader streams one worksheet of an Excel workbook (.xlsx, .xlsm). It implements
 // [Reader]. Record.Line is the worksheet row number and Record.Sheet the sheet's name.
 //
-// Cells are returned as Excel displays them, with three exceptions that make the values
-// usable as data: a cell formatted as a date becomes an ISO date ("2024-01-31"), a date and
-// time "2024-01-31T13:45:00", a time "13:45:00"; a number in the General format keeps all
-// its digits (4790000000, never 4.79E+09); and elapsed-time formats ([h]:mm) stay as shown.
-// So a postcode stored as the number 150 with the format 0000 reads "0150".
+// Cells are returned as Excel displays them (a postcode stored as the number 150 with the
+// format 0000 reads "0150"; 1234.5 formatted #,##0.00 reads "1,234.50"), with two
+// exceptions that make the values usable as data: a cell formatted as a date becomes an
+// ISO date ("2024-01-31"), a date and time "2024-01-31T13:45:00", a time "13:45:00"
+// (elapsed-time formats such as [h]:mm stay as shown); and a number in the General format
+// keeps all its digits (4790000000, 447700900123: never 4.477E+11).
 //
 // Memory stays flat whatever the size: the file is read from disk, not loaded (see
 // xlsxzip.go), a large worksheet is unpacked to a temporary file and streamed from there
-// with excelize's row iterator. The one cost that grows with the data is Excel's
-// shared-string table (text cells saved by Excel): excelize keeps an index of about 40
-// bytes per distinct string.
+// with excelize's row iterator. The one cost that grows with the data is a large
+// shared-string table (Excel keeps text cells there): excelize writes it to a temporary
+// file too, but keeps an index of about 40 bytes per distinct string.
 //
 // Opening fails with a clear error for an encrypted workbook (ErrEncryptedWorkbook), an
 // Excel 97-2003 .xls (ErrLegacyXLS), a file that is not a workbook (ErrContentMismatch), a

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,7 +182,7 @@ func simpleWorkbook(t *testing.T, rows int) string {
 	t.Helper()
 	table := [][]string{{"email", "name"}}
 	for i := range rows {
-		table = append(table, []string{"user" + strings.Repeat("x", i%7) + "@example.com", "Name"})
+		table = append(table, []string{fmt.Sprintf("user%d@example.com", i), "Name"})
 	}
 	f := excelize.NewFile()
 	defer f.Close()
@@ -331,17 +332,21 @@ func TestXLSXBrokenFiles(t *testing.T) {
 	}
 }
 
-// A large worksheet is unpacked to a temporary file while it is read, and removed on Close.
+// A large worksheet and a large shared-string table are unpacked to temporary files while
+// the sheet is read, and removed on Close.
 func TestXLSXTemporaryFiles(t *testing.T) {
 	t.Parallel()
-	path := simpleWorkbook(t, 40000) // a worksheet over 1 MiB
+	path := simpleWorkbook(t, 40000) // a worksheet and a shared-string table over 1 MiB
 	tmp := t.TempDir()
 	r, err := sources.OpenXLSX(context.Background(), path, sources.XLSXOptions{TempDir: tmp})
 	require.NoError(t, err)
 	used, err := os.ReadDir(tmp)
 	require.NoError(t, err)
 	require.NotEmpty(t, used, "the worksheet is on disk, not in memory")
-	require.Len(t, readAll(t, r), 40000)
+	rows := readAll(t, r)
+	require.Len(t, rows, 40000)
+	require.Equal(t, []string{"user39999@example.com", "Name"}, rows[39999].values)
+	require.Equal(t, 40001, rows[39999].line)
 	require.NoError(t, r.Close())
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
