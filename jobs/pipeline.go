@@ -89,6 +89,8 @@ type pipeline struct {
 	commitErr   error // a checkpoint failed (lease lost): nothing more is checkpointed
 	waitRows    time.Duration
 	waitWindow  time.Duration
+	freeChunks  chan *chunk // placed chunks back to the producer
+	freeBatches []*batch    // checkpointed batches, for reuse
 
 	results        chan *batch
 	commits        chan *commitUnit
@@ -137,6 +139,7 @@ type chunk struct {
 	emails   []uint64
 	payloads []uint64
 	outcomes []outcome // in ordinal order
+	skip     []bool    // scratch of filter
 	lastRead int64
 	bytes    int64 // source bytes consumed at the end of the chunk
 	err      error // the producer stopped: errInterrupted, a read or lookup failure
@@ -160,6 +163,7 @@ func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 	go func() { committerErr <- p.committer(ctx) }()
 	prodCtx, stopProducer := context.WithCancel(ctx)
 	chunks := make(chan *chunk, 2)
+	p.freeChunks = make(chan *chunk, 4)
 	prodDone := make(chan struct{})
 	go func() {
 		defer close(prodDone)
@@ -204,6 +208,11 @@ func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 		if err := p.place(ctx, c); err != nil {
 			readErr = err
 			break
+		}
+		c.recycle()
+		select {
+		case p.freeChunks <- c:
+		default:
 		}
 		if p.firstErr != nil {
 			break
@@ -257,7 +266,16 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 		}
 	}
 	fail := func(err error) { emit(&chunk{err: err}) }
-	c := &chunk{lastRead: startPos}
+	next := func(lastRead int64) *chunk {
+		select {
+		case c := <-p.freeChunks:
+			c.lastRead = lastRead
+			return c
+		default:
+			return &chunk{lastRead: lastRead, rows: make([]mapping.Row, 0, chunkRows)}
+		}
+	}
+	c := next(startPos)
 	var keys []string
 	for {
 		select {
@@ -323,7 +341,7 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 			if !emit(c) {
 				return
 			}
-			c = &chunk{lastRead: c.lastRead}
+			c = next(c.lastRead)
 		}
 	}
 	if err := p.filter(ctx, c, &keys); err != nil {
@@ -332,6 +350,13 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 	}
 	c.bytes = p.reader.Progress().Bytes
 	emit(c)
+}
+
+// recycle empties the chunk for reuse, keeping its arrays.
+func (c *chunk) recycle() {
+	clear(c.rows) // drop the strings the rows point at
+	*c = chunk{rows: c.rows[:0], dups: c.dups[:0], emails: c.emails[:0], payloads: c.payloads[:0],
+		outcomes: c.outcomes[:0], skip: c.skip[:0]}
 }
 
 func (c *chunk) reject(r mapping.Reject) {
@@ -357,9 +382,11 @@ func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
 			return err
 		}
 	}
-	skip := make([]bool, len(c.rows))
-	c.emails = make([]uint64, len(c.rows))
-	c.payloads = make([]uint64, len(c.rows))
+	c.skip = slices.Grow(c.skip[:0], len(c.rows))[:len(c.rows)]
+	clear(c.skip)
+	skip := c.skip
+	c.emails = slices.Grow(c.emails[:0], len(c.rows))[:len(c.rows)]
+	c.payloads = slices.Grow(c.payloads[:0], len(c.rows))[:len(c.rows)]
 	for i := range c.rows {
 		r := &c.rows[i]
 		if len(suppressed) > 0 {
@@ -485,7 +512,7 @@ func (p *pipeline) add(ctx context.Context, r mapping.Row, dup bool, emailHash, 
 	}
 	b := p.open[key]
 	if b == nil {
-		b = &batch{key: key, minOrd: r.Ordinal, rows: make([]sink.Subscriber, 0, sink.MaxBatchRows)}
+		b = p.newBatch(key, r.Ordinal)
 		p.open[key] = b
 	}
 	b.rows = append(b.rows, r.Sub)
@@ -498,6 +525,20 @@ func (p *pipeline) add(ctx context.Context, r mapping.Row, dup bool, emailHash, 
 		return p.dispatch(ctx, b)
 	}
 	return nil
+}
+
+// newBatch returns an empty batch, reusing the arrays of a checkpointed one.
+func (p *pipeline) newBatch(key groupKey, minOrd int64) *batch {
+	if n := len(p.freeBatches); n > 0 {
+		b := p.freeBatches[n-1]
+		p.freeBatches = p.freeBatches[:n-1]
+		*b = batch{key: key, minOrd: minOrd, rows: b.rows[:0], ords: b.ords[:0], lines: b.lines[:0],
+			emails: b.emails[:0], payloads: b.payloads[:0]}
+		return b
+	}
+	return &batch{key: key, minOrd: minOrd, rows: make([]sink.Subscriber, 0, sink.MaxBatchRows),
+		ords: make([]int64, 0, sink.MaxBatchRows), lines: make([]int, 0, sink.MaxBatchRows),
+		emails: make([]uint64, 0, sink.MaxBatchRows), payloads: make([]uint64, 0, sink.MaxBatchRows)}
 }
 
 // openByAge returns the open batches, oldest first row first.
@@ -609,6 +650,12 @@ func (p *pipeline) committed(u *commitUnit) {
 		return
 	}
 	p.window = slices.DeleteFunc(p.window, func(b *batch) bool { return b.committed && slices.Contains(u.batches, b) })
+	for _, b := range u.batches {
+		if len(p.freeBatches) < p.windowSize+2 {
+			clear(b.rows[:cap(b.rows)]) // drop the strings the payloads point at
+			p.freeBatches = append(p.freeBatches, b)
+		}
+	}
 	if p.onCommit != nil {
 		p.onCommit(u.cp.Delta)
 	}
@@ -674,7 +721,6 @@ func (p *pipeline) advance(ctx context.Context) {
 				u.fps = append(u.fps, state.Fingerprint{Email: b.emails[i], Payload: b.payloads[i]})
 			}
 		}
-		b.rows = nil // the payloads are no longer needed
 	}
 	n := 0
 	for n < len(p.outcomes) && p.outcomes[n].ord <= w {
@@ -716,23 +762,60 @@ func (p *pipeline) committer(ctx context.Context) error {
 			saveFailed = true
 		}
 	}
+	var units []*commitUnit
 	for u := range p.commits {
-		wctx, cancel := context.WithTimeout(base, commitTimeout)
-		u.err = p.store.Checkpoint(wctx, u.cp)
-		cancel()
-		if u.err == nil {
-			for _, f := range u.fps {
-				p.fps.Add(f)
-			}
-			if p.fps.Pending() >= p.fpFlush {
-				save()
+		// Checkpoints queued meanwhile are written together: one transaction, the same
+		// result as writing them one after the other.
+		units = append(units[:0], u)
+	more:
+		for len(units) < maxPendingCommits {
+			select {
+			case next, ok := <-p.commits:
+				if !ok {
+					break more
+				}
+				units = append(units, next)
+			default:
+				break more
 			}
 		}
-		select {
-		case p.commitDone <- u:
-		case <-p.done:
+		cp := mergeCheckpoints(units)
+		wctx, cancel := context.WithTimeout(base, commitTimeout)
+		err := p.store.Checkpoint(wctx, cp)
+		cancel()
+		for _, u := range units {
+			u.err = err
+			if err == nil {
+				for _, f := range u.fps {
+					p.fps.Add(f)
+				}
+			}
+		}
+		if err == nil && p.fps.Pending() >= p.fpFlush {
+			save()
+		}
+		for _, u := range units {
+			select {
+			case p.commitDone <- u:
+			case <-p.done:
+			}
 		}
 	}
 	save()
 	return nil
+}
+
+// mergeCheckpoints combines consecutive checkpoints into one.
+func mergeCheckpoints(units []*commitUnit) state.Checkpoint {
+	if len(units) == 1 {
+		return units[0].cp
+	}
+	last := units[len(units)-1].cp
+	cp := state.Checkpoint{RunID: last.RunID, Owner: last.Owner, TTL: last.TTL, Position: last.Position,
+		BytesDone: last.BytesDone}
+	for _, u := range units {
+		cp.Delta = cp.Delta.Add(u.cp.Delta)
+		cp.Rejects = append(cp.Rejects, u.cp.Rejects...)
+	}
+	return cp
 }
