@@ -172,6 +172,7 @@ SUBSYNC_API_KEY, SUBSYNC_USER_ID, SUBSYNC_DATABASE_URL.`,
 		a.syncCommand(),
 		a.statusCommand(),
 		a.runsCommand(),
+		a.jobsCommand(),
 		a.demoCommand(),
 		a.versionCommand(),
 	)
@@ -212,9 +213,7 @@ func (a *app) config() (*config.Config, error) {
 	cfg, err := config.Load(a.configPath, a.getenv)
 	if err != nil && !explicit && errors.Is(err, fs.ErrNotExist) {
 		a.log.Debug("no configuration file: using defaults and the environment", "path", a.configPath)
-		if cfg, err = config.Parse("", nil, a.getenv); err != nil {
-			err = fmt.Errorf("no %s here (--config names another file), and defaults and the environment are not enough:\n%w", a.configPath, err)
-		}
+		cfg, err = config.Parse("", nil, a.getenv)
 	}
 	if err != nil {
 		var ce *config.Error
@@ -231,6 +230,9 @@ func (a *app) config() (*config.Config, error) {
 func (a *app) client() (*sink.Client, error) {
 	cfg, err := a.config()
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.CheckCredentials(); err != nil {
 		return nil, err
 	}
 	sc := cfg.SinkConfig()

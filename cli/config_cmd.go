@@ -14,15 +14,18 @@ func (a *app) configCommand() *cobra.Command {
 	check := &cobra.Command{
 		Use:   "check",
 		Short: "Validate the configuration without running anything",
-		Long: `Validate the configuration file (and the environment overrides) without contacting the
-service or the database. Every problem is listed, each naming the key, the value and the
-reason; the exit code is 2 when there is any.`,
+		Long: `Validate the configuration file (and the environment overrides), mapping files and
+secrets included, without contacting the service or the database. Every problem is listed,
+each naming the key, the value and the reason; the exit code is 2 when there is any.`,
 		Example: `  subsync config check
   subsync --config prod.toml config check`,
 		Args: cobra.NoArgs,
 		RunE: a.run(func(*cobra.Command, []string) error {
 			cfg, err := a.config()
 			if err != nil {
+				return err
+			}
+			if err := cfg.CheckCredentials(); err != nil {
 				return err
 			}
 			where := cfg.Path

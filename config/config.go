@@ -7,6 +7,8 @@
 //     It returns a *Config only when the whole configuration is usable; otherwise an error
 //     that lists every problem found, each naming the TOML key as the user typed it, the
 //     offending value (quoted) and the reason: `syncs[1].schedule: "0 25 * * *": hour out of range`.
+//     The credentials (user id, API key) are not required by Load: [Config.CheckCredentials]
+//     reports them missing, for the commands that call the service.
 //   - Unknown keys are errors, so a typo never silently falls back to a default.
 //   - Durations are strings ("30s", "5m", "2h"); a bare number is refused.
 //   - Relative paths in the file (api.api_key_file, database.data_dir, source paths, mapping

@@ -70,10 +70,14 @@ func TestLoadExample(t *testing.T) {
 	require.Equal(t, def.Status.TimeZone, cfg.Status.TimeZone)
 	require.Equal(t, def.Status.Overlap, cfg.Status.Overlap)
 
-	// Without the secrets the example names exactly what is missing.
-	_, err = config.Load(path, env("CRM_DSN", "x"))
-	require.ErrorContains(t, err, "api.user_id: missing")
-	require.ErrorContains(t, err, "api.api_key: missing")
+	require.NoError(t, cfg.CheckCredentials())
+
+	// Without the secrets the example loads, and names exactly what is missing to call the
+	// service.
+	cfg, err = config.Load(path, env("CRM_DSN", "x"))
+	require.NoError(t, err)
+	require.EqualError(t, cfg.CheckCredentials(), path+": api.user_id: missing: set it in the file or in SUBSYNC_USER_ID\n"+
+		path+": api.api_key: missing: set SUBSYNC_API_KEY (or api.api_key_file, or api.api_key)")
 }
 
 // TestExampleDocumentsEveryKey fails when an option is added to Config but not to

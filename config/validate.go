@@ -75,12 +75,6 @@ func (c *Config) validate(p *problems) {
 	if a.LegacyBaseURL != "" {
 		checkBaseURL(p, "api.legacy_base_url", a.LegacyBaseURL)
 	}
-	if a.UserID == "" {
-		p.add("api.user_id", "", "missing: set it in the file or in %s", EnvUserID)
-	}
-	if a.APIKey == "" && a.APIKeyFile == "" {
-		p.add("api.api_key", "", "missing: set %s (or api.api_key_file, or api.api_key)", EnvAPIKey)
-	}
 	if math.IsNaN(a.RequestsPerSecond) {
 		p.add("api.requests_per_second", "nan", "not a number")
 	}
@@ -180,6 +174,23 @@ func (c *Config) validate(p *problems) {
 	default:
 		p.add("status.write_back.kind", wb.Kind, "want %q or %q", WriteBackSQL, WriteBackCSV)
 	}
+}
+
+// CheckCredentials reports a missing user id or API key, in the form of [Load]'s problems.
+// Load does not require them, so that commands that never call the service (migrate, runs,
+// preview without custom fields) run without secrets; whatever calls the service checks.
+func (c *Config) CheckCredentials() error {
+	var p problems
+	if c.API.UserID == "" {
+		p.add("api.user_id", "", "missing: set it in the file or in %s", EnvUserID)
+	}
+	if c.API.APIKey == "" && c.API.APIKeyFile == "" {
+		p.add("api.api_key", "", "missing: set %s (or api.api_key_file, or api.api_key)", EnvAPIKey)
+	}
+	if len(p) > 0 {
+		return &Error{Path: c.Path, Problems: p}
+	}
+	return nil
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)

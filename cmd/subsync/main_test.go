@@ -1,9 +1,11 @@
 package main_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +21,7 @@ import (
 
 // These tests run the built binary, as a user or a service manager would.
 
-var binary string
+var binary, subsim string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "subsync-bin")
@@ -28,11 +30,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "subsync")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "go build:", err)
-		os.Exit(1)
+	subsim = filepath.Join(dir, "subsim")
+	for _, b := range [][2]string{{binary, "."}, {subsim, "../subsim"}} {
+		build := exec.Command("go", "build", "-o", b[0], b[1])
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "go build", b[1]+":", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -179,4 +184,81 @@ func TestBinaryUsageAndHelp(t *testing.T) {
 	r = run(t, edir, env, "lists", "delete", "1")
 	require.Equal(t, cli.ExitUsage, r.code)
 	require.Contains(t, r.stderr, "pass --yes")
+}
+
+// startSubsim runs the standalone emulator on a free loopback port and returns its v2 and v3
+// base URLs; it is stopped with SIGINT when the test ends.
+func startSubsim(t *testing.T) (v2, v3 string) {
+	t.Helper()
+	cmd := exec.Command(subsim, "--addr", "127.0.0.1:0", "--user", "bin-user")
+	cmd.Env = append(os.Environ(), "SUBSIM_KEY="+key)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	for (v2 == "" || v3 == "") && sc.Scan() {
+		kind, url, _ := strings.Cut(sc.Text(), " ")
+		switch kind {
+		case "v2":
+			v2 = url
+		case "v3":
+			v3 = url
+		}
+	}
+	require.NotEmpty(t, v2, "subsim printed no v2 URL")
+	require.NotEmpty(t, v3, "subsim printed no v3 URL")
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return v2, v3
+}
+
+func TestBinaryImportWaitAgainstSubsim(t *testing.T) {
+	t.Parallel()
+	v2, v3 := startSubsim(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "subsync.toml"), []byte(fmt.Sprintf(`
+[api]
+base_url = %q
+legacy_base_url = %q
+user_id = "bin-user"
+[worker]
+metrics_address = "off"
+`, v2, v3)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "contacts.csv"),
+		[]byte("E-post,Fornavn\nada@example.com,Ada\nnot-an-email,Bob\ngrace@example.com,Grace\n"), 0o600))
+	env := []string{"SUBSYNC_API_KEY=" + key}
+
+	r := run(t, dir, env, "lists", "create", "Imported", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var list sink.List
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
+
+	r = run(t, dir, env, "import", "contacts.csv", "--list", fmt.Sprint(list.ID), "--wait", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var res struct {
+		ID     int64  `json:"id"`
+		State  string `json:"state"`
+		Counts struct {
+			Read, Sent, Rejected int64
+		} `json:"counts"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+	require.Equal(t, "completed", res.State)
+	require.Equal(t, int64(3), res.Counts.Read)
+	require.Equal(t, int64(2), res.Counts.Sent)
+	require.Equal(t, int64(1), res.Counts.Rejected)
+	require.Contains(t, r.stderr, `"msg":"run completed"`, "JSON logs on a non-terminal stderr")
+
+	r = run(t, dir, env, "lists", "show", fmt.Sprint(list.ID), "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
+	require.Equal(t, 2, list.SubscriberEmails)
+
+	r = run(t, dir, env, "runs", fmt.Sprint(res.ID), "--rejects", "-")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "not-an-email")
 }

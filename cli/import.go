@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/mapping"
+)
+
+func (a *app) importCommand() *cobra.Command {
+	var (
+		src              fileSourceFlags
+		list             int64
+		mappingFile      string
+		sourceName       string
+		shared, wait     bool
+		suppression, tag string
+		asJSON           bool
+	)
+	cmd := &cobra.Command{
+		Use:   "import FILE --list ID",
+		Short: "Queue a one-off import of a CSV or XLSX file (or a named source) into a list",
+		Long: `Queue a one-off import of FILE (CSV or XLSX) into the list ID, in batches of up to 1000
+rows, for a worker to run; --source NAME imports a source of the configuration instead
+([sources.NAME], e.g. a database). The mapping comes from --mapping FILE; without it,
+columns are mapped by their names. Try it first with 'subsync preview FILE'.
+
+People who unsubscribed or bounced (the suppression list) are never made active again:
+--suppression skip (default) leaves them out, update sends their data without a status.
+
+On Postgres the file is copied into the database, so that a worker on another machine can
+read it, unless --shared-path says every worker reads FILE at the same path. With --wait
+the command follows the run to its end with progress, and works it itself when no worker
+takes it; it exits 1 when the run fails. 'subsync runs ID --rejects rejects.csv' exports
+the rows that were not sent, with the reason.`,
+		Example: `  subsync import contacts.csv --list 12 --wait
+  subsync import members.xlsx --sheet Members --list 12 --mapping members.mapping.toml
+  subsync import /mnt/share/export.csv --list 12 --shared-path
+  subsync import --source crm --list 12 --wait --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: a.run(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if list <= 0 {
+				return usagef("--list: want the id of the list to import into")
+			}
+			var file string
+			if len(args) == 1 {
+				file = args[0]
+			}
+			switch {
+			case file == "" && sourceName == "":
+				return usagef("give a FILE to import, or --source NAME")
+			case file != "" && sourceName != "":
+				return usagef("give a FILE or --source NAME, not both")
+			}
+			if !slices.Contains([]string{jobs.SuppressionSkip, jobs.SuppressionUpdate}, suppression) {
+				return usagef("--suppression %q: want skip or update", suppression)
+			}
+			if !slices.Contains([]string{"", "replace", "merge"}, tag) {
+				return usagef("--tag %q: want replace or merge", tag)
+			}
+			scfg, err := src.config(file)
+			if err != nil {
+				return err
+			}
+			var spec *mapping.Spec
+			if mappingFile != "" {
+				s, err := mapping.LoadSpec(mappingFile)
+				if err != nil {
+					return &usageError{err}
+				}
+				spec = &s
+			}
+			if sourceName != "" {
+				cfg, err := a.config()
+				if err != nil {
+					return err
+				}
+				if _, ok := cfg.Sources[sourceName]; !ok {
+					return usagef("--source %q: no [sources.%s] in %s", sourceName, sourceName, configName(cfg.Path))
+				}
+			}
+			rt, err := a.runtime(ctx, wait)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			id, err := rt.EnqueueImport(ctx, jobs.ImportArgs{
+				Path: file, Shared: shared, Source: sourceName, ListID: list, Mapping: spec,
+				Format: scfg.Kind, Encoding: scfg.Encoding, Delimiter: scfg.Delimiter,
+				Sheet: scfg.Sheet, SheetIndex: scfg.SheetIndex, HeaderRow: scfg.HeaderRow,
+				Tag: tag, Suppression: suppression,
+			})
+			if err != nil {
+				return fmt.Errorf("queue the import: %w", err)
+			}
+			a.log.InfoContext(ctx, "import queued", "job_id", id, "list_id", list)
+			return a.queued(ctx, rt, id, wait, asJSON)
+		}),
+	}
+	src.add(cmd)
+	f := cmd.Flags()
+	f.Int64Var(&list, "list", 0, "id of the list to import into (required)")
+	f.StringVar(&mappingFile, "mapping", "", "mapping file (TOML); default: columns mapped by their names")
+	f.StringVar(&sourceName, "source", "", "import the configured source [sources.NAME] instead of a file")
+	f.BoolVar(&shared, "shared-path", false, "every worker reads FILE at this path: do not copy it into the database")
+	f.StringVar(&suppression, "suppression", jobs.SuppressionSkip, "rows of people who unsubscribed or bounced: skip, or update (sent without a status)")
+	f.StringVar(&tag, "tag", "", "tags of rows that carry tags: replace (default) or merge")
+	f.BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}

@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subsync/subsync/state"
+)
+
+var runStates = []state.RunState{
+	state.RunRunning, state.RunRetrying, state.RunInterrupted, state.RunCompleted, state.RunFailed, state.RunCancelled,
+}
+
+func (a *app) runsCommand() *cobra.Command {
+	var (
+		asJSON             bool
+		limit              int
+		kind, name, stateF string
+		rejects            string
+	)
+	cmd := &cobra.Command{
+		Use:   "runs [ID]",
+		Short: "Run history; one run in detail; its rejects as CSV",
+		Long: `Without ID, list the latest runs, newest first. With ID, show that run, and with
+--rejects FILE write the rows it did not send (line, sheet, column, value, code, reason) as
+CSV ("-" for standard output); cells a spreadsheet would run as a formula are quoted.`,
+		Example: `  subsync runs
+  subsync runs --kind sync --name crm --limit 10 --json
+  subsync runs 42
+  subsync runs 42 --rejects rejects.csv`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: a.run(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if len(args) == 0 && rejects != "" {
+				return usagef("--rejects needs the id of a run")
+			}
+			if limit < 1 {
+				return usagef("--limit %d: want 1 or more", limit)
+			}
+			f := state.RunFilter{Kind: kind, Name: name, Limit: limit}
+			switch kind {
+			case "", state.KindImport, state.KindSync, state.KindStatusPull:
+			default:
+				return usagef("--kind %q: want import, sync or status_pull", kind)
+			}
+			if stateF != "" {
+				if !slices.Contains(runStates, state.RunState(stateF)) {
+					return usagef("--state %q: want running, retrying, interrupted, completed, failed or cancelled", stateF)
+				}
+				f.States = []state.RunState{state.RunState(stateF)}
+			}
+			rt, err := a.runtime(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			store := rt.State()
+
+			if len(args) == 0 {
+				runs, err := store.Runs(ctx, f)
+				if err != nil {
+					return fmt.Errorf("read run history: %w", err)
+				}
+				if asJSON {
+					out := make([]runJSON, len(runs))
+					for i, r := range runs {
+						out[i] = toRunJSON(r)
+					}
+					return a.printJSON(out)
+				}
+				t := a.table("RUN", "JOB", "KIND", "NAME", "LIST", "STATE", "READ", "SENT", "REJECTED", "STARTED", "DURATION")
+				for _, r := range runs {
+					list := ""
+					if r.ListID != 0 {
+						list = fmt.Sprint(r.ListID)
+					}
+					t.row(r.ID, r.JobID, r.Kind, r.Name, list, r.State, r.Counts.Read, r.Counts.Sent, r.Counts.Rejected,
+						formatTime(r.StartedAt), r.Duration().Round(time.Second))
+				}
+				return t.flush()
+			}
+
+			id, err := parseID("run id", args[0])
+			if err != nil {
+				return err
+			}
+			run, err := store.Run(ctx, id)
+			if errors.Is(err, state.ErrNotFound) {
+				return fmt.Errorf("run %d: no such run", id)
+			}
+			if err != nil {
+				return fmt.Errorf("read run %d: %w", id, err)
+			}
+			if rejects == "" {
+				return a.printRun(run, asJSON)
+			}
+			var w io.Writer = a.stdout
+			var file *os.File
+			if rejects != "-" {
+				if file, err = os.Create(rejects); err != nil {
+					return fmt.Errorf("export rejects: %w", err)
+				}
+				w = file
+			}
+			err = store.WriteRejectsCSV(ctx, w, id)
+			if file != nil {
+				if cerr := file.Close(); cerr != nil && err == nil {
+					err = fmt.Errorf("export rejects: %w", cerr)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("export the rejects of run %d: %w", id, err)
+			}
+			if file != nil {
+				a.log.InfoContext(ctx, "rejects exported", "run_id", id, "rejected", run.Counts.Rejected, "file", rejects)
+			}
+			return nil
+		}),
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&limit, "limit", 20, "how many runs to list")
+	fl.StringVar(&kind, "kind", "", "only runs of this kind: import, sync or status_pull")
+	fl.StringVar(&name, "name", "", "only runs of this sync (or imported file name)")
+	fl.StringVar(&stateF, "state", "", "only runs in this state: running, retrying, interrupted, completed, failed or cancelled")
+	fl.StringVar(&rejects, "rejects", "", `write the run's rejects as CSV to this file ("-": standard output)`)
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func (a *app) jobsCommand() *cobra.Command {
+	cmd := group("jobs", "The job queue: what is queued or running; cancel a job", `  subsync jobs ls
+  subsync jobs cancel 57`)
+
+	var asJSON bool
+	ls := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List queued and running jobs, oldest first",
+		Example: `  subsync jobs ls
+  subsync jobs ls --json`,
+		Args: cobra.NoArgs,
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			rt, err := a.runtime(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			list, err := rt.Jobs(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := make([]jobJSON, len(list))
+				for i, j := range list {
+					out[i] = jobJSON{j.ID, j.Kind, j.State, j.Name, j.ListID, j.Attempt, j.MaxAttempts,
+						j.CreatedAt, j.ScheduledAt, timePtr(j.AttemptedAt), j.LastError}
+				}
+				return a.printJSON(out)
+			}
+			t := a.table("JOB", "KIND", "NAME", "LIST", "STATE", "ATTEMPT", "SCHEDULED", "LAST ERROR")
+			for _, j := range list {
+				listID := ""
+				if j.ListID != 0 {
+					listID = fmt.Sprint(j.ListID)
+				}
+				t.row(j.ID, j.Kind, j.Name, listID, j.State, fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts),
+					formatTime(j.ScheduledAt), j.LastError)
+			}
+			return t.flush()
+		}),
+	}
+	jsonFlag(ls, &asJSON)
+
+	cancel := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a queued or running job",
+		Long: `Cancel a job: a queued one at once, a running one as soon as its worker notices. Rows
+already acknowledged by the service stay sent; the run is recorded as cancelled.`,
+		Example: `  subsync jobs cancel 57`,
+		Args:    cobra.ExactArgs(1),
+		RunE: a.run(func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("job id", args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			rt, err := a.runtime(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			if err := rt.CancelJob(ctx, id); err != nil {
+				return err
+			}
+			a.log.InfoContext(ctx, "job cancelled", "job_id", id)
+			return nil
+		}),
+	}
+	cmd.AddCommand(ls, cancel)
+	return cmd
+}
+
+type jobJSON struct {
+	ID          int64      `json:"id"`
+	Kind        string     `json:"kind"`
+	State       string     `json:"state"`
+	Name        string     `json:"name"`
+	ListID      int64      `json:"list_id,omitempty"`
+	Attempt     int        `json:"attempt"`
+	MaxAttempts int        `json:"max_attempts"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ScheduledAt time.Time  `json:"scheduled_at"`
+	AttemptedAt *time.Time `json:"attempted_at,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
+}

@@ -1,0 +1,311 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subsync/subsync/config"
+	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/state"
+)
+
+// jobsConfig is the worker runtime's configuration, with this process's logger and version.
+// needAPI: the command calls the service (it works jobs), so the credentials must be there.
+func (a *app) jobsConfig(needAPI bool) (jobs.Config, error) {
+	cfg, err := a.config()
+	if err != nil {
+		return jobs.Config{}, err
+	}
+	if needAPI {
+		if err := cfg.CheckCredentials(); err != nil {
+			return jobs.Config{}, err
+		}
+	}
+	jc := cfg.JobsConfig()
+	jc.Logger = a.log
+	jc.Sink.Logger = a.log
+	jc.Sink.Version = a.version
+	return jc, nil
+}
+
+// runtime opens the queue and state database; the caller closes it.
+func (a *app) runtime(ctx context.Context, needAPI bool) (*jobs.Runtime, error) {
+	jc, err := a.jobsConfig(needAPI)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := jobs.Open(ctx, jc)
+	if err != nil {
+		return nil, fmt.Errorf("open the job queue: %w", err)
+	}
+	return rt, nil
+}
+
+func (a *app) migrateCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Create or upgrade the database (queue and state tables)",
+		Long: `Create or upgrade the database: River's queue tables and subsync's own (run history,
+rejects, suppression list, fingerprints). Every other command that uses the database does
+this too on start; migrate does only this, for a deployment step. It is safe to run from
+several machines at once.`,
+		Example: `  subsync migrate
+  SUBSYNC_DATABASE_URL=postgres://subsync@db/subsync subsync migrate`,
+		Args: cobra.NoArgs,
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			jc, err := a.jobsConfig(false)
+			if err != nil {
+				return err
+			}
+			if err := jobs.Migrate(cmd.Context(), jc); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+			a.log.InfoContext(cmd.Context(), "database is up to date", "database", a.cfg.Database)
+			return nil
+		}),
+	}
+}
+
+func (a *app) runCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "run",
+		Short: "Run the worker: queued jobs, schedules, /metrics and /healthz",
+		Long: `Run the long-lived worker: it works queued imports, syncs and status pulls, inserts the
+scheduled ones (one elected leader per database, so a fleet runs each tick once), and
+serves /metrics and /healthz on worker.metrics_address.
+
+On SIGINT or SIGTERM it stops taking jobs, lets batches in flight finish for up to
+worker.shutdown_timeout, and exits 0; interrupted runs resume from their checkpoint on the
+next start. A configuration error exits 2, so a service manager need not restart on it
+(systemd: RestartPreventExitStatus=2).`,
+		Example: `  subsync run
+  subsync --config /etc/subsync/subsync.toml --log-format json run`,
+		Args: cobra.NoArgs,
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			rt, err := a.runtime(ctx, true)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			if err := rt.Run(ctx); err != nil {
+				return fmt.Errorf("worker: %w", err)
+			}
+			return nil
+		}),
+	}
+}
+
+func (a *app) syncCommand() *cobra.Command {
+	var full, wait, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sync NAME",
+		Short: "Queue a configured sync now",
+		Long: `Queue the sync NAME of the configuration now, for a worker to run. A scheduled sync sends
+only rows whose payload changed since the last push; --full sends every row (and reads a
+SQL source from the start, ignoring its watermark). If the sync is already queued or
+running, that job is reported (and waited for with --wait) instead.
+
+With --wait the command follows the run to its end, showing progress, and works the job
+itself when no worker takes it; it exits 1 when the run fails.`,
+		Example: `  subsync sync newsletter-export
+  subsync sync crm --full --wait`,
+		Args: cobra.ExactArgs(1),
+		RunE: a.run(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			if !hasSync(cfg.Syncs, args[0]) {
+				return usagef("no sync named %q in %s", args[0], configName(cfg.Path))
+			}
+			rt, err := a.runtime(ctx, wait)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			id, err := rt.EnqueueSync(ctx, args[0], full)
+			switch {
+			case errors.Is(err, jobs.ErrAlreadyQueued):
+				a.log.WarnContext(ctx, "the sync is already queued or running: following that job", "sync", args[0], "job_id", id)
+			case err != nil:
+				return err
+			default:
+				a.log.InfoContext(ctx, "sync queued", "sync", args[0], "job_id", id, "full", full)
+			}
+			return a.queued(ctx, rt, id, wait, asJSON)
+		}),
+	}
+	cmd.Flags().BoolVar(&full, "full", false, "send every row, ignoring what was pushed before")
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func (a *app) statusCommand() *cobra.Command {
+	cmd := group("status", "The subscriber status pull (unsubscribes and bounces)", `  subsync status pull --wait`)
+	var wait, asJSON bool
+	pull := &cobra.Command{
+		Use:   "pull",
+		Short: "Queue a status pull now",
+		Long: `Queue a status pull now: it fetches the service's status changes since the last pull
+(minus status.overlap), records unsubscribes and bounces in the suppression list that every
+sync consults, and queues them for write-back to the source. Running it twice changes
+nothing the second time.`,
+		Example: `  subsync status pull
+  subsync status pull --wait --json`,
+		Args: cobra.NoArgs,
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			rt, err := a.runtime(ctx, wait)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			id, err := rt.EnqueueStatusPull(ctx)
+			switch {
+			case errors.Is(err, jobs.ErrAlreadyQueued):
+				a.log.WarnContext(ctx, "a status pull is already queued or running: following that job", "job_id", id)
+			case err != nil:
+				return err
+			default:
+				a.log.InfoContext(ctx, "status pull queued", "job_id", id)
+			}
+			return a.queued(ctx, rt, id, wait, asJSON)
+		}),
+	}
+	pull.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
+	jsonFlag(pull, &asJSON)
+	cmd.AddCommand(pull)
+	return cmd
+}
+
+func hasSync(syncs []config.Sync, name string) bool {
+	for _, s := range syncs {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func configName(path string) string {
+	if path == "" {
+		return "the configuration"
+	}
+	return path
+}
+
+// queued reports a queued job, or with wait follows its run and prints the outcome.
+func (a *app) queued(ctx context.Context, rt *jobs.Runtime, jobID int64, wait, asJSON bool) error {
+	if !wait {
+		if asJSON {
+			return a.printJSON(map[string]int64{"job_id": jobID})
+		}
+		_, err := fmt.Fprintf(a.stdout, "job %d queued\n", jobID)
+		return err
+	}
+	p := a.newProgress(ctx)
+	run, err := rt.Wait(ctx, jobID, p.update)
+	p.done()
+	if run.ID != 0 {
+		if perr := a.printRun(run, asJSON); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// runJSON is a run of the history as --json prints it.
+type runJSON struct {
+	ID         int64      `json:"id"`
+	JobID      int64      `json:"job_id"`
+	Kind       string     `json:"kind"`
+	Name       string     `json:"name"`
+	ListID     int64      `json:"list_id,omitempty"`
+	Source     string     `json:"source,omitempty"`
+	State      string     `json:"state"`
+	Error      string     `json:"error,omitempty"`
+	Position   int64      `json:"position"`
+	TotalRows  int64      `json:"total_rows,omitempty"`
+	Counts     countsJSON `json:"counts"`
+	Attempts   int        `json:"attempts"`
+	Worker     string     `json:"worker,omitempty"`
+	Scheduled  time.Time  `json:"scheduled_at"`
+	Started    *time.Time `json:"started_at,omitempty"`
+	Finished   *time.Time `json:"finished_at,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+}
+
+type countsJSON struct {
+	Read       int64 `json:"read"`
+	Sent       int64 `json:"sent"`
+	Rejected   int64 `json:"rejected"`
+	Duplicates int64 `json:"duplicates"`
+	Suppressed int64 `json:"suppressed"`
+	Unchanged  int64 `json:"unchanged"`
+	Batches    int64 `json:"batches"`
+	Requests   int64 `json:"requests"`
+	Retries    int64 `json:"retries"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func toRunJSON(r state.Run) runJSON {
+	c := r.Counts
+	return runJSON{
+		ID: r.ID, JobID: r.JobID, Kind: r.Kind, Name: r.Name, ListID: r.ListID, Source: r.Source,
+		State: string(r.State), Error: r.Error, Position: r.Position, TotalRows: r.TotalRows,
+		Counts:   countsJSON{c.Read, c.Sent, c.Rejected, c.Duplicates, c.Suppressed, c.Unchanged, c.Batches, c.Requests, c.Retries},
+		Attempts: r.Attempts, Worker: r.Worker, Scheduled: r.ScheduledAt,
+		Started: timePtr(r.StartedAt), Finished: timePtr(r.FinishedAt), DurationMS: r.Duration().Milliseconds(),
+	}
+}
+
+func (a *app) printRun(r state.Run, asJSON bool) error {
+	if asJSON {
+		return a.printJSON(toRunJSON(r))
+	}
+	c := r.Counts
+	pairs := []any{
+		"run", r.ID, "job", r.JobID, "kind", r.Kind, "name", r.Name,
+	}
+	if r.ListID != 0 {
+		pairs = append(pairs, "list", r.ListID)
+	}
+	if r.Source != "" {
+		pairs = append(pairs, "source", r.Source)
+	}
+	pairs = append(pairs, "state", r.State)
+	if r.Error != "" {
+		pairs = append(pairs, "error", r.Error)
+	}
+	pairs = append(pairs,
+		"rows read", c.Read, "sent", c.Sent, "rejected", c.Rejected, "duplicates", c.Duplicates,
+		"suppressed", c.Suppressed, "unchanged", c.Unchanged, "batches", c.Batches,
+		"requests", fmt.Sprintf("%d (%d retries)", c.Requests, c.Retries),
+		"attempts", r.Attempts, "started", formatTime(r.StartedAt), "finished", formatTime(r.FinishedAt),
+		"duration", r.Duration().Round(time.Millisecond),
+	)
+	return a.fields(pairs...)
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format(time.DateTime)
+}

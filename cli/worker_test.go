@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/sink"
+)
+
+// contacts writes a CSV file with two good rows and one without a valid e-mail.
+func contacts(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "contacts.csv")
+	require.NoError(t, os.WriteFile(path, []byte("E-post;Fornavn;Etternavn\nada@example.com;Ada;Lovelace\n=cmd|x;Bob;B\ngrace@example.com;Grace;Hopper\n"), 0o600))
+	return path
+}
+
+func TestImportWaitThenRunsAndRejects(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	list := h.srv.CreateList("Members")
+	file := contacts(t, h.dir)
+
+	run := decode[runJSON](t, h.ok("import", file, "--list", fmt.Sprint(list), "--wait", "--json"))
+	require.Equal(t, "completed", run.State)
+	require.Equal(t, int64(3), run.Counts.Read)
+	require.Equal(t, int64(2), run.Counts.Sent)
+	require.Equal(t, int64(1), run.Counts.Rejected)
+	require.Len(t, h.srv.ListSubscribers(list), 2)
+
+	runs := decode[[]runJSON](t, h.ok("runs", "--json"))
+	require.Len(t, runs, 1)
+	require.Equal(t, run.ID, runs[0].ID)
+	require.Contains(t, h.ok("runs"), "contacts.csv")
+	require.Contains(t, h.ok("runs", fmt.Sprint(run.ID)), "completed")
+
+	// Rejects export as CSV, with the formula-like cell neutralised.
+	out := filepath.Join(h.dir, "rejects.csv")
+	h.ok("runs", fmt.Sprint(run.ID), "--rejects", out)
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, recs, 2)
+	require.Equal(t, []string{"line", "sheet", "column", "value", "code", "reason"}, recs[0])
+	require.Equal(t, "3", recs[1][0])
+	require.Equal(t, "'=cmd|x", recs[1][3])
+	require.Equal(t, h.ok("runs", fmt.Sprint(run.ID), "--rejects", "-"), mustRead(t, out))
+
+	require.Empty(t, decode[[]jobJSON](t, h.ok("jobs", "ls", "--json")))
+
+	r := h.run("", "runs", "999")
+	require.Equal(t, ExitFailure, r.code)
+	require.Contains(t, r.stderr, "run 999: no such run")
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestImportQueuedThenWorkedBySync(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	list := h.srv.CreateList("Members")
+	file := contacts(t, h.dir)
+
+	// Without --wait the job is only queued.
+	queued := decode[map[string]int64](t, h.ok("import", file, "--list", fmt.Sprint(list), "--json"))
+	jobs := decode[[]jobJSON](t, h.ok("jobs", "ls", "--json"))
+	require.Len(t, jobs, 1)
+	require.Equal(t, queued["job_id"], jobs[0].ID)
+	require.Equal(t, "import", jobs[0].Kind)
+	require.Empty(t, h.srv.ListSubscribers(list))
+
+	// Cancelling it records a cancelled run and nothing is sent.
+	h.ok("jobs", "cancel", fmt.Sprint(queued["job_id"]))
+	require.Empty(t, decode[[]jobJSON](t, h.ok("jobs", "ls", "--json")))
+	runs := decode[[]runJSON](t, h.ok("runs", "--json", "--state", "cancelled"))
+	require.Len(t, runs, 1)
+	require.Empty(t, h.srv.ListSubscribers(list))
+}
+
+func TestImportRunFailedExitsOne(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	file := contacts(t, h.dir)
+	list := h.srv.CreateList("Members")
+	h.env["SUBSYNC_API_KEY"] = "not-the-key" // the service answers 401: the run fails at once
+	r := h.run("", "import", file, "--list", fmt.Sprint(list), "--wait")
+	require.Equal(t, ExitFailure, r.code, r.stderr)
+	require.Contains(t, r.stderr, "run failed")
+	require.Contains(t, r.stdout, "failed")
+}
+
+func TestSyncAndStatusPull(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	list := h.srv.CreateList("Members")
+	file := contacts(t, h.dir)
+	h.write(mustRead(t, h.config) + fmt.Sprintf(`
+[status]
+schedule = "off"
+[[syncs]]
+name = "members"
+list = %d
+source = { path = %q }
+[syncs.mapping.columns]
+"E-post" = "email"
+"Fornavn" = "firstname"
+`, list, filepath.Base(file)))
+
+	first := decode[runJSON](t, h.ok("sync", "members", "--wait", "--json"))
+	require.Equal(t, "completed", first.State)
+	require.Equal(t, int64(2), first.Counts.Sent)
+
+	// Nothing changed: the delta sends nothing.
+	second := decode[runJSON](t, h.ok("sync", "members", "--wait", "--json"))
+	require.Equal(t, int64(0), second.Counts.Sent)
+	require.Equal(t, int64(2), second.Counts.Unchanged)
+
+	// Ada unsubscribes at the service; the status pull records it, and a full sync leaves
+	// her out.
+	require.NoError(t, h.srv.SetStatus("ada@example.com", list, sink.StatusUnsubscribed))
+	pull := decode[runJSON](t, h.ok("status", "pull", "--wait", "--json"))
+	require.Equal(t, "completed", pull.State)
+	full := decode[runJSON](t, h.ok("sync", "members", "--full", "--wait", "--json"))
+	require.Equal(t, int64(1), full.Counts.Suppressed)
+	require.Equal(t, int64(1), full.Counts.Sent)
+	ada, _ := h.srv.SubscriberByEmail("ada@example.com")
+	require.Equal(t, sink.StatusUnsubscribed, ada.Lists[list].Status)
+
+	require.Len(t, decode[[]runJSON](t, h.ok("runs", "--kind", "sync", "--name", "members", "--json")), 3)
+
+	r := h.run("", "sync", "nope")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, `no sync named "nope"`)
+}
+
+func TestDatabaseCommandsNeedNoCredentials(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	delete(h.env, "SUBSYNC_API_KEY")
+	h.ok("migrate")
+	require.Contains(t, h.ok("runs"), "RUN")
+	r := h.run("", "lists", "ls")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "api.api_key: missing")
+	r = h.run("", "config", "check")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "api.api_key: missing")
+	_, err := os.Stat(filepath.Join(h.dir, "data", "subsync.db"))
+	require.NoError(t, err, "the SQLite database is in data_dir, relative to the config file")
+}
+
+func TestImportUsage(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	file := contacts(t, h.dir)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import", file}, "--list: want the id"},
+		{[]string{"import", "--list", "1"}, "give a FILE to import, or --source NAME"},
+		{[]string{"import", file, "--list", "1", "--source", "crm"}, "not both"},
+		{[]string{"import", "--list", "1", "--source", "crm"}, `--source "crm": no [sources.crm]`},
+		{[]string{"import", file, "--list", "1", "--suppression", "ignore"}, `--suppression "ignore"`},
+		{[]string{"import", file, "--list", "1", "--tag", "add"}, `--tag "add"`},
+		{[]string{"import", file, "--list", "1", "--mapping", filepath.Join(h.dir, "nope.toml")}, "read mapping"},
+		{[]string{"runs", "--rejects", "x.csv"}, "--rejects needs the id of a run"},
+		{[]string{"runs", "--kind", "export"}, `--kind "export"`},
+	} {
+		r := h.run("", tt.args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", tt.args, r.stderr)
+		require.Contains(t, r.stderr, tt.want, strings.Join(tt.args, " "))
+	}
+}
