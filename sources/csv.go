@@ -65,7 +65,6 @@ type CSVReader struct {
 	encoding string
 	bom      bool
 	header   []string
-	rawWidth int // header cells before trailing empty ones were dropped
 	max      int
 	utf8     bool // the text is undecoded UTF-8, to be checked per value
 
@@ -283,7 +282,7 @@ func (r *CSVReader) readHeader(ctx context.Context, headerRow int) error {
 		if err != nil {
 			return fmt.Errorf("line %d: %w", start, err)
 		}
-		r.header, r.rawWidth = header, len(fields)
+		r.header = header
 		return nil
 	}
 }

@@ -315,6 +315,7 @@ func (s *pgxSource) close() error {
 
 type dbSource struct {
 	db    *sql.DB
+	conn  *sql.Conn
 	tx    *sql.Tx
 	rows  *sql.Rows
 	types []string
@@ -328,15 +329,19 @@ func openDatabaseSQL(ctx context.Context, opts SQLOptions) (*dbSource, []string,
 		return nil, nil, err
 	}
 	s := &dbSource{db: db}
-	// One connection: the pragma below and the transaction must share it.
-	db.SetMaxOpenConns(1)
+	// One connection, held: the pragma below and the transaction must share it.
+	if s.conn, err = db.Conn(ctx); err != nil {
+		_ = s.close()
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
 	if opts.Driver == "sqlite" {
-		if _, err := db.ExecContext(ctx, "PRAGMA query_only = ON"); err != nil {
+		// SQLite has no read-only transactions; a read-only connection does the same.
+		if _, err := s.conn.ExecContext(ctx, "PRAGMA query_only = ON"); err != nil {
 			_ = s.close()
 			return nil, nil, fmt.Errorf("connect: %w", err)
 		}
 	}
-	if s.tx, err = db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}); err != nil {
+	if s.tx, err = s.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}); err != nil {
 		_ = s.close()
 		return nil, nil, fmt.Errorf("begin read-only transaction: %w", err)
 	}
@@ -429,6 +434,9 @@ func (s *dbSource) close() error {
 	}
 	if s.tx != nil {
 		_ = s.tx.Rollback() // read-only: nothing to keep
+	}
+	if s.conn != nil {
+		_ = s.conn.Close()
 	}
 	return s.db.Close()
 }

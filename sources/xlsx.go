@@ -336,6 +336,11 @@ func (r *XLSXReader) Next(ctx context.Context) (Record, error) {
 		}
 		r.row++
 		cells, err := r.rows.Columns()
+		for i, v := range cells {
+			if iso, ok := isoDate(v, r.date1904); ok {
+				cells[i] = iso
+			}
+		}
 		if err == nil && allBlank(cells) {
 			continue
 		}
@@ -356,11 +361,6 @@ func (r *XLSXReader) Next(ctx context.Context) (Record, error) {
 		}
 		values := make([]string, len(r.header))
 		copy(values, cells)
-		for i, v := range values {
-			if iso, ok := isoDate(v, r.date1904); ok {
-				values[i] = iso
-			}
-		}
 		rec.Values = values
 		return rec, nil
 	}
