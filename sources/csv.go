@@ -130,7 +130,11 @@ func openCSV(ctx context.Context, path string, opts CSVOptions) (_ *CSVReader, e
 	var dec transform.Transformer
 	switch {
 	case opts.Encoding != "":
-		enc, name, err := textEncoding(opts.Encoding)
+		configured := opts.Encoding
+		if strings.EqualFold(configured, "utf-16") && (bomEnc == EncodingUTF16LE || bomEnc == EncodingUTF16BE) {
+			configured = bomEnc // utf-16 without an order: the byte order mark gives it
+		}
+		enc, name, err := textEncoding(configured)
 		if err != nil {
 			return nil, err
 		}

@@ -292,6 +292,12 @@ func TestCSVOptions(t *testing.T) {
 		require.Equal(t, []string{"email,name", "price"}, r.Header())
 		requireRows(t, []row{{line: 2, values: []string{"a@x.no,A", "€ 5"}}}, readAll(t, r))
 	})
+	t.Run("utf-16 takes its byte order from the mark", func(t *testing.T) {
+		t.Parallel()
+		r := openCSV(t, writeFile(t, "be.csv", []byte("\xFE\xFF\x00e\x00,\x00n\x00\n\x00\xe6\x00,\x00b\x00\n")), sources.CSVOptions{Encoding: "utf-16"})
+		require.Equal(t, sources.EncodingUTF16BE, r.Encoding())
+		requireRows(t, []row{{line: 2, values: []string{"æ", "b"}}}, readAll(t, r))
+	})
 	t.Run("tab by name", func(t *testing.T) {
 		t.Parallel()
 		r := openCSV(t, writeFile(t, "tab.tsv", []byte("email\tname\na@x.no\tA\n")), sources.CSVOptions{Delimiter: "tab"})

@@ -57,7 +57,6 @@ type SQLOptions struct {
 // PRAGMA query_only), so a query that writes fails. Rows are streamed from the server as
 // Next is called; the result is never held in memory. Next's ctx cancels the query.
 type SQLReader struct {
-	driver string
 	src    rowSource
 	cancel context.CancelFunc
 	header []string
@@ -112,7 +111,7 @@ func openSQL(ctx context.Context, opts SQLOptions) (_ *SQLReader, err error) {
 	case opts.Watermark != "" && opts.WatermarkColumn == "":
 		return nil, errors.New("a watermark is given without a watermark column")
 	}
-	r := &SQLReader{driver: opts.Driver, wmCol: -1, wm: opts.Watermark}
+	r := &SQLReader{wmCol: -1, wm: opts.Watermark}
 	// The query lives until Close; each Next's ctx can cancel it (see Next).
 	qctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
@@ -360,6 +359,10 @@ func openDatabaseSQL(ctx context.Context, opts SQLOptions) (*dbSource, []string,
 	if err != nil {
 		_ = s.close()
 		return nil, nil, fmt.Errorf("query columns: %w", err)
+	}
+	if len(cols) == 0 {
+		_ = s.close()
+		return nil, nil, errors.New("query: it returns no columns")
 	}
 	names := make([]string, len(cols))
 	s.types = make([]string, len(cols))
