@@ -281,9 +281,10 @@ func buildVersion() string {
 
 func (a *app) versionCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version of subsync",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print the version of subsync",
+		Example: `  subsync version`,
+		Args:    cobra.NoArgs,
 		RunE: a.run(func(*cobra.Command, []string) error {
 			_, err := fmt.Fprintln(a.stdout, "subsync", a.version)
 			return err

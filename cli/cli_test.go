@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/config"
@@ -361,4 +363,22 @@ func TestPreview(t *testing.T) {
 
 	r = h.run("", "preview", filepath.Join(h.dir, "missing.csv"))
 	require.Equal(t, ExitFailure, r.code)
+}
+
+// TestEveryCommandHasHelpWithExamples walks the command tree.
+func TestEveryCommandHasHelpWithExamples(t *testing.T) {
+	t.Parallel()
+	a := newApp(strings.NewReader(""), io.Discard, io.Discard)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Name() == "help" || c.Name() == "completion" || (c.HasParent() && c.Parent().Name() == "completion") {
+			return
+		}
+		require.NotEmpty(t, c.Short, "%s has no short help", c.CommandPath())
+		require.NotEmpty(t, c.Example, "%s has no examples", c.CommandPath())
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(a.rootCommand())
 }

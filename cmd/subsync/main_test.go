@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -261,4 +262,79 @@ metrics_address = "off"
 	r = run(t, dir, env, "runs", fmt.Sprint(res.ID), "--rejects", "-")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "not-an-email")
+}
+
+func TestBinaryRunWorksQueuedImportAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	v2, v3 := startSubsim(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "subsync.toml"), []byte(fmt.Sprintf(`
+[api]
+base_url = %q
+legacy_base_url = %q
+user_id = "bin-user"
+[worker]
+metrics_address = "off"
+[status]
+schedule = "off"
+`, v2, v3)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "contacts.csv"), []byte("email\nada@example.com\ngrace@example.com\n"), 0o600))
+	env := []string{"SUBSYNC_API_KEY=" + key}
+
+	r := run(t, dir, env, "lists", "create", "Worked", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var list sink.List
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
+
+	worker := exec.Command(binary, "--log-format", "json", "run")
+	worker.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SUBSYNC_") {
+			worker.Env = append(worker.Env, kv)
+		}
+	}
+	worker.Env = append(worker.Env, env...)
+	logs, err := worker.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, worker.Start())
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = worker.Process.Kill()
+			_ = worker.Wait()
+		}
+	})
+	lines := bufio.NewScanner(logs)
+	waitFor := func(msg string) map[string]any {
+		t.Helper()
+		for lines.Scan() {
+			var line map[string]any
+			require.NoError(t, json.Unmarshal(lines.Bytes(), &line), lines.Text())
+			require.NotContains(t, lines.Text(), key)
+			if line["msg"] == msg {
+				return line
+			}
+		}
+		t.Fatalf("the worker ended its log without %q", msg)
+		return nil
+	}
+	waitFor("worker started")
+
+	r = run(t, dir, env, "import", "contacts.csv", "--list", fmt.Sprint(list.ID), "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	done := waitFor("run completed")
+	require.EqualValues(t, 2, done["sent"])
+	require.NotZero(t, done["run_id"], "the run id is on the lines of a run")
+	require.NotZero(t, done["job_id"], "the job id is on the lines of a run")
+
+	require.NoError(t, worker.Process.Signal(syscall.SIGTERM))
+	go func() { _, _ = io.Copy(io.Discard, logs) }()
+	err = worker.Wait()
+	stopped = true
+	require.NoError(t, err, "a worker stopped by SIGTERM exits 0")
+
+	r = run(t, dir, env, "lists", "show", fmt.Sprint(list.ID), "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
+	require.Equal(t, 2, list.SubscriberEmails)
 }
