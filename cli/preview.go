@@ -21,16 +21,16 @@ type fileSourceFlags struct {
 func (f *fileSourceFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.kind, "kind", "", "csv or xlsx (default: from the file name and content)")
-	fl.StringVar(&f.encoding, "encoding", "", "CSV encoding: utf-8 (default), windows-1252, iso-8859-1, iso-8859-15, utf-16")
-	fl.StringVar(&f.delimiter, "delimiter", "", "CSV delimiter, one character (default: detected)")
+	fl.StringVar(&f.encoding, "encoding", "", "CSV encoding: utf-8, windows-1252, iso-8859-15, utf-16le, utf-16be or another WHATWG label (default: detected)")
+	fl.StringVar(&f.delimiter, "delimiter", "", `CSV delimiter: one ASCII character, or "tab" (default: detected)`)
 	fl.StringVar(&f.sheet, "sheet", "", "XLSX worksheet by name")
 	fl.IntVar(&f.sheetIndex, "sheet-index", 0, "XLSX worksheet by position, 0 = first (when --sheet is not given)")
-	fl.IntVar(&f.headerRow, "header-row", 1, "1-based row holding the column names")
+	fl.IntVar(&f.headerRow, "header-row", 0, "1-based row holding the column names (0: the first non-empty row)")
 }
 
 func (f *fileSourceFlags) config(path string) (sources.Config, error) {
-	if f.headerRow < 1 {
-		return sources.Config{}, usagef("--header-row %d: want 1 or more", f.headerRow)
+	if f.headerRow < 0 {
+		return sources.Config{}, usagef("--header-row %d: want 1 or more (0: the first non-empty row)", f.headerRow)
 	}
 	if f.sheetIndex < 0 {
 		return sources.Config{}, usagef("--sheet-index %d: want 0 or more", f.sheetIndex)
