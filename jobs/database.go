@@ -134,10 +134,12 @@ func (d *database) newQueue(cfg *river.Config) (queue, error) {
 
 // resetJob makes a job that River still believes running available again, because the run's
 // lease expired: its worker died. River's own rescuer cannot do it for jobs without a
-// timeout, and only an hour later. The update is conditional, so two sweepers may race.
-func (d *database) resetJob(ctx context.Context, jobID int64) (bool, error) {
+// timeout, and only an hour later. The update is fenced by the attempt number the caller
+// saw, so a job fetched again meanwhile (a new attempt) is left alone, and two sweepers may
+// race.
+func (d *database) resetJob(ctx context.Context, jobID int64, attempt int) (bool, error) {
 	res, err := d.stateDB.ExecContext(ctx,
-		"UPDATE river_job SET state = 'available' WHERE id = $1 AND state = 'running'", jobID)
+		"UPDATE river_job SET state = 'available' WHERE id = $1 AND state = 'running' AND attempt = $2", jobID, attempt)
 	if err != nil {
 		return false, fmt.Errorf("reset job %d: %w", jobID, err)
 	}

@@ -237,7 +237,7 @@ func (rt *Runtime) startWorking(ctx context.Context, periodic bool) (stop func()
 	}, nil
 }
 
-// isStopping reports whether the current working session is stopping.
+// stoppingChan is closed when the current working session starts stopping.
 func (rt *Runtime) stoppingChan() <-chan struct{} {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -282,7 +282,7 @@ func (rt *Runtime) sweepOnce(ctx context.Context) error {
 		if live {
 			continue
 		}
-		ok, err := rt.db.resetJob(ctx, job.ID)
+		ok, err := rt.db.resetJob(ctx, job.ID, job.Attempt)
 		if err != nil {
 			return err
 		}
