@@ -287,15 +287,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"lists", "show", "0"}, `list id "0": want a positive number`},
 		{[]string{"--log-format", "xml", "lists", "ls"}, `--log-format "xml": want auto, text or json`},
 		{[]string{"--log-level", "loud", "lists", "ls"}, `--log-level "loud"`},
-		{[]string{"demo"}, "not yet"},
+		{[]string{"demo", "extra"}, `unknown command "extra" for "subsync demo"`},
 	}
 	for _, tt := range tests {
 		r := h.run("", tt.args...)
-		want := ExitUsage
-		if tt.args[0] == "demo" {
-			want = ExitFailure
-		}
-		require.Equal(t, want, r.code, "%v: %s", tt.args, r.stderr)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", tt.args, r.stderr)
 		require.Contains(t, r.stderr, tt.want, tt.args)
 	}
 	require.Contains(t, h.ok("lists", "--help"), "subsync lists create")
