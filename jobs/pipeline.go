@@ -143,6 +143,7 @@ type chunk struct {
 	lastRead int64
 	bytes    int64 // source bytes consumed at the end of the chunk
 	err      error // the producer stopped: errInterrupted, a read or lookup failure
+	eof      bool  // the last chunk: the whole source is read
 }
 
 // run streams the source until its end, ctx's end, a failure, or the runtime stopping. It
@@ -191,6 +192,11 @@ func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 		c, ok := <-chunks
 		p.waitRows += time.Since(t0)
 		if !ok {
+			// The producer stopped without reaching the end of the source: ctx ended.
+			readErr = ctx.Err()
+			if readErr == nil {
+				readErr = errors.New("reading the source stopped")
+			}
 			break
 		}
 		if c.err != nil {
@@ -207,6 +213,9 @@ func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 		}
 		if err := p.place(ctx, c); err != nil {
 			readErr = err
+			break
+		}
+		if c.eof {
 			break
 		}
 		c.recycle()
@@ -253,8 +262,8 @@ func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 }
 
 // produce reads the source from startPos into chunks of up to chunkRows rows to send, until
-// the end of the source (it then closes out), a failure or a stop (a last chunk carries the
-// error), or ctx's end.
+// the end of the source (the last chunk says eof), a failure or a stop (a last chunk carries
+// the error), or ctx's end (it closes out without either).
 func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chunk) {
 	defer close(out)
 	emit := func(c *chunk) bool {
@@ -349,6 +358,7 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 		return
 	}
 	c.bytes = p.reader.Progress().Bytes
+	c.eof = true
 	emit(c)
 }
 

@@ -123,3 +123,53 @@ func indexOf(rows []sink.Subscriber, email string) int {
 	}
 	return -1
 }
+
+// blockingReader returns n rows, then blocks until ctx ends.
+type blockingReader struct {
+	n, i int
+}
+
+func (r *blockingReader) Header() []string { return []string{"E-post"} }
+func (r *blockingReader) Next(ctx context.Context) (sources.Record, error) {
+	if r.i < r.n {
+		r.i++
+		return sources.Record{Ordinal: int64(r.i), Line: r.i + 1, Values: []string{fmt.Sprintf("p%d@example.com", r.i)}}, nil
+	}
+	<-ctx.Done()
+	return sources.Record{}, ctx.Err()
+}
+func (r *blockingReader) Progress() sources.Progress { return sources.Progress{Rows: int64(r.i)} }
+func (r *blockingReader) Close() error               { return nil }
+
+// TestPipelineCancelledIsNotComplete: a run whose context ends while it reads returns the
+// context's error, never success with the rows read so far.
+func TestPipelineCancelledIsNotComplete(t *testing.T) {
+	t.Parallel()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	dir := t.TempDir()
+	db, err := state.OpenSQLite(ctx, filepath.Join(dir, "subsync.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = state.Migrate(ctx, db, state.SQLite)
+	require.NoError(t, err)
+	store := state.New(db, state.SQLite)
+	run, err := store.ClaimRun(ctx, state.Claim{JobID: 1, Kind: KindImport, Owner: "o", TTL: time.Minute})
+	require.NoError(t, err)
+	r := &blockingReader{n: 10}
+	spec, _ := mapping.Spec{}.WithAuto(r.Header())
+	m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
+	require.NoError(t, err)
+	sender := &holdingSender{calls: make(chan heldCall)}
+	p := &pipeline{store: store, sender: sender, log: slog.New(slog.DiscardHandler), reader: r, mapper: m,
+		dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o", ttl: time.Minute,
+		windowSize: 4, suppressionMode: SuppressionSkip, fps: state.NewFingerprintSet(7), fpFlush: 1 << 20,
+		stopping: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- p.run(ctx, 0) }()
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	got, err := store.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Zero(t, got.Position)
+}
