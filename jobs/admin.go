@@ -75,7 +75,18 @@ func jobInfo(j *rivertype.JobRow) JobInfo {
 // running one as soon as its worker notices (it records the run as cancelled; rows already
 // acknowledged stay sent).
 func (rt *Runtime) CancelJob(ctx context.Context, jobID int64) error {
-	job, err := rt.q.JobCancel(ctx, jobID)
+	job, err := rt.q.JobGet(ctx, jobID)
+	if errors.Is(err, rivertype.ErrNotFound) {
+		return fmt.Errorf("job %d: no such job", jobID)
+	}
+	if err != nil {
+		return fmt.Errorf("cancel job %d: %w", jobID, err)
+	}
+	switch job.State {
+	case rivertype.JobStateCompleted, rivertype.JobStateDiscarded, rivertype.JobStateCancelled:
+		return fmt.Errorf("job %d already ended (%s)", jobID, job.State)
+	}
+	job, err = rt.q.JobCancel(ctx, jobID)
 	if errors.Is(err, rivertype.ErrNotFound) {
 		return fmt.Errorf("job %d: no such job", jobID)
 	}

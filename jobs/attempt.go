@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,6 +22,10 @@ import (
 
 // errLeaseLost cancels an attempt whose run another worker took over.
 var errLeaseLost = errors.New("run lease lost")
+
+// errCancelled cancels an attempt whose job a user cancelled (seen by the heartbeat; River
+// also cancels the attempt's context itself where its driver can notify).
+var errCancelled = errors.New("cancelled by a user")
 
 // permanentError marks a failure retrying cannot fix: the job fails at once.
 type permanentError struct{ err error }
@@ -144,6 +149,10 @@ func (a *attempt) heartbeat(ctx context.Context, cancel context.CancelCauseFunc)
 		switch {
 		case err == nil:
 			lastOK = time.Now()
+			if a.cancelRequested(ctx) {
+				cancel(errCancelled)
+				return
+			}
 		case errors.Is(err, state.ErrLeaseLost):
 			cancel(errLeaseLost)
 			return
@@ -157,6 +166,18 @@ func (a *attempt) heartbeat(ctx context.Context, cancel context.CancelCauseFunc)
 			}
 		}
 	}
+}
+
+// cancelRequested reports whether a user asked River to cancel the job.
+func (a *attempt) cancelRequested(ctx context.Context) bool {
+	job, err := a.rt.q.JobGet(ctx, a.job.ID)
+	if err != nil {
+		return false
+	}
+	var md struct {
+		CancelAttemptedAt *time.Time `json:"cancel_attempted_at"`
+	}
+	return json.Unmarshal(job.Metadata, &md) == nil && md.CancelAttemptedAt != nil
 }
 
 func (a *attempt) finish(ctx, jobCtx context.Context, workErr, cause error) error {
@@ -197,9 +218,9 @@ func (a *attempt) finish(ctx, jobCtx context.Context, workErr, cause error) erro
 	case errors.Is(cause, errLeaseLost) || errors.Is(workErr, state.ErrLeaseLost):
 		a.log.WarnContext(ctx, "another worker took the run over; leaving it to that worker")
 		return river.JobSnooze(rt.cfg.LeaseTTL)
-	case errors.Is(context.Cause(jobCtx), rivertype.ErrJobCancelledRemotely):
-		final(state.RunCancelled, "cancelled")
-		return workErr
+	case errors.Is(cause, errCancelled) || errors.Is(context.Cause(jobCtx), rivertype.ErrJobCancelledRemotely):
+		final(state.RunCancelled, errCancelled.Error())
+		return river.JobCancel(errCancelled)
 	case stopping && (errors.Is(workErr, errInterrupted) || jobCtx.Err() != nil):
 		pause(state.RunInterrupted, errInterrupted.Error())
 		a.log.InfoContext(ctx, "run interrupted; it resumes from its checkpoint")

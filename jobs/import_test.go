@@ -186,3 +186,37 @@ func TestSnoozeOnLongRetryAfter(t *testing.T) {
 		require.Len(t, b.emu.ListSubscribers(b.listID), 1500)
 	})
 }
+
+// TestCancelRunningImport: cancelling a running import stops it; rows already acknowledged
+// stay sent and counted, and the run is recorded as cancelled.
+func TestCancelRunningImport(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend, sinktest.WithFaults(sinktest.Faults{Latency: 50 * time.Millisecond}))
+		rt := b.open(t)
+		path := contacts(t, t.TempDir(), 50_000, nil)
+		jobID, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID})
+		require.NoError(t, err)
+
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- rt.Run(runCtx) }()
+		waitFor(t, 30*time.Second, "rows to be sent", func() bool { return runOf(t, rt.State(), jobID).Counts.Sent > 0 })
+		require.NoError(t, rt.CancelJob(ctx, jobID))
+		waitFor(t, 30*time.Second, "the run to be cancelled", func() bool {
+			return runOf(t, rt.State(), jobID).State == state.RunCancelled
+		})
+		stop()
+		require.NoError(t, <-done)
+
+		run := runOf(t, rt.State(), jobID)
+		require.Less(t, run.Counts.Sent, int64(50_000))
+		require.LessOrEqual(t, run.Counts.Sent, int64(sentRows(b.emu, b.listID)))
+		left, err := rt.Jobs(ctx)
+		require.NoError(t, err)
+		require.Empty(t, left)
+		require.ErrorContains(t, rt.CancelJob(ctx, jobID), "already ended")
+	})
+}

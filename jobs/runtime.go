@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/state"
@@ -289,6 +290,31 @@ func (rt *Runtime) sweepOnce(ctx context.Context) error {
 		if ok {
 			rt.log.WarnContext(ctx, "took over a job whose worker stopped renewing its lease",
 				slog.Int64("job_id", job.ID), slog.String("kind", job.Kind))
+		}
+	}
+	// Runs left claimed by a dead worker whose job then ended in the queue (cancelled, or
+	// given up) record that end, so history never shows them running for ever.
+	expired, err := rt.store.ExpiredLeases(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range expired {
+		job, err := rt.q.JobGet(ctx, id)
+		st, reason := state.RunState(""), ""
+		switch {
+		case errors.Is(err, rivertype.ErrNotFound):
+			st, reason = state.RunFailed, "the job is no longer in the queue"
+		case err != nil:
+			return fmt.Errorf("read job %d: %w", id, err)
+		case job.State == rivertype.JobStateCancelled:
+			st, reason = state.RunCancelled, errCancelled.Error()
+		case job.State == rivertype.JobStateDiscarded:
+			st, reason = state.RunFailed, "the queue gave up on the job after its last attempt"
+		default:
+			continue
+		}
+		if _, err := rt.store.CloseOrphan(ctx, id, st, reason); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -313,6 +313,28 @@ WHERE job_id = $1 AND state NOT IN ('completed', 'failed', 'cancelled')
 	})
 }
 
+// CloseOrphan records the end of a job's run that no live worker owns (never claimed, or its
+// lease expired) when the job ended in the queue without it: st is RunCancelled or RunFailed.
+// It reports whether it changed the run.
+func (s *Store) CloseOrphan(ctx context.Context, jobID int64, st RunState, reason string) (bool, error) {
+	if st != RunCancelled && st != RunFailed {
+		return false, fmt.Errorf("close run of job %d: state %q is neither cancelled nor failed", jobID, st)
+	}
+	now := s.d.nowExpr()
+	res, err := s.db.ExecContext(ctx, `UPDATE subsync_run SET state = $2, error = $3, lease_owner = '', lease_until = 0,
+    updated_at = `+now+`, finished_at = `+now+`
+WHERE job_id = $1 AND state NOT IN ('completed', 'failed', 'cancelled')
+    AND (lease_owner = '' OR lease_until < `+now+`)`, jobID, string(st), reason)
+	if err != nil {
+		return false, fmt.Errorf("close run of job %d: %w", jobID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("close run of job %d: %w", jobID, err)
+	}
+	return n > 0, nil
+}
+
 // Run returns one run by id.
 func (s *Store) Run(ctx context.Context, id int64) (Run, error) {
 	r, err := scanRun(s.db.QueryRowContext(ctx, "SELECT "+runColumns+" FROM subsync_run WHERE id = $1", id))

@@ -298,6 +298,25 @@ func TestRuns(t *testing.T) {
 		owned, err := s.RunByJob(ctx, 105)
 		require.NoError(t, err)
 		require.Equal(t, state.RunRunning, owned.State)
+
+		// An orphan (no live owner) whose job ended in the queue is closed; an owned run is not.
+		changed, err := s.CloseOrphan(ctx, 105, state.RunFailed, "the queue gave up")
+		require.NoError(t, err)
+		require.False(t, changed)
+		_, err = s.ClaimRun(ctx, claim(300, "dead", time.Millisecond))
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			changed, err = s.CloseOrphan(ctx, 300, state.RunFailed, "the queue gave up")
+			require.NoError(t, err)
+			return changed
+		}, 5*time.Second, 5*time.Millisecond)
+		orphan, err := s.RunByJob(ctx, 300)
+		require.NoError(t, err)
+		require.Equal(t, state.RunFailed, orphan.State)
+		require.Equal(t, "the queue gave up", orphan.Error)
+		require.Empty(t, orphan.LeaseOwner)
+		_, err = s.CloseOrphan(ctx, 300, state.RunCompleted, "")
+		require.Error(t, err)
 	})
 }
 
