@@ -79,6 +79,8 @@ type rowSource interface {
 	// error naming its 0-based column.
 	values() ([]string, int, error)
 	err() error
+	// abort stops the query on the server before close, when the rows are not all read.
+	abort()
 	close() error
 }
 
@@ -298,6 +300,10 @@ func (s *pgxSource) values() ([]string, int, error) {
 
 func (s *pgxSource) err() error { return s.rows.Err() }
 
+// abort does nothing: cancelling the query's context makes pgx send a cancel request and
+// give up the connection, so close does not read the rest.
+func (s *pgxSource) abort() {}
+
 func (s *pgxSource) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -313,13 +319,14 @@ func (s *pgxSource) close() error {
 // --- any database/sql driver ------------------------------------------------------------
 
 type dbSource struct {
-	db    *sql.DB
-	conn  *sql.Conn
-	tx    *sql.Tx
-	rows  *sql.Rows
-	types []string
-	dest  []any
-	ptrs  []any // pointers into dest, for Scan
+	db     *sql.DB
+	conn   *sql.Conn
+	connID int64 // MySQL's id of conn, for KILL QUERY; 0 otherwise
+	tx     *sql.Tx
+	rows   *sql.Rows
+	types  []string
+	dest   []any
+	ptrs   []any // pointers into dest, for Scan
 }
 
 func openDatabaseSQL(ctx context.Context, opts SQLOptions) (*dbSource, []string, error) {
@@ -333,9 +340,17 @@ func openDatabaseSQL(ctx context.Context, opts SQLOptions) (*dbSource, []string,
 		_ = s.close()
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
-	if opts.Driver == "sqlite" {
+	switch opts.Driver {
+	case "sqlite":
 		// SQLite has no read-only transactions; a read-only connection does the same.
 		if _, err := s.conn.ExecContext(ctx, "PRAGMA query_only = ON"); err != nil {
+			_ = s.close()
+			return nil, nil, fmt.Errorf("connect: %w", err)
+		}
+	case "mysql":
+		// Closing a MySQL result early makes the driver read the rest of it, however
+		// long; abort kills the query on the server first.
+		if err := s.conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&s.connID); err != nil {
 			_ = s.close()
 			return nil, nil, fmt.Errorf("connect: %w", err)
 		}
@@ -430,6 +445,20 @@ func (s *dbSource) values() ([]string, int, error) {
 }
 
 func (s *dbSource) err() error { return s.rows.Err() }
+
+// abort kills a MySQL query from a second connection, so close does not read the rest of
+// the result. Other drivers stop when the query's context is cancelled.
+func (s *dbSource) abort() {
+	if s.connID == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if c, err := s.db.Conn(ctx); err == nil {
+		_, _ = c.ExecContext(ctx, "KILL QUERY "+strconv.FormatInt(s.connID, 10))
+		_ = c.Close()
+	}
+}
 
 func (s *dbSource) close() error {
 	if s.rows != nil {
@@ -531,6 +560,7 @@ func (r *SQLReader) Close() error {
 	r.closed = true
 	if r.src != nil {
 		r.cancel() // stop the server sending the rest instead of draining it
+		r.src.abort()
 		_ = r.src.close()
 		r.src = nil
 	}
