@@ -5,7 +5,9 @@
 //     attempt, the checkpoint (source position) and a lease naming the worker that owns it;
 //   - rejects: the rows a run did not send, with line, column, value, code and reason;
 //   - the suppression list and the status change log filled by status pulls, the status
-//     cursor, and pending write-backs to the source;
+//     cursor, and pending write-backs to the source. The suppression list has a version,
+//     bumped in the transaction of every change, so a long run re-reads the list (into a
+//     [SuppressionSet]) only when it changed, and checks every chunk of rows against it;
 //   - delta fingerprints: an 8-byte payload hash per (list, 8-byte e-mail hash), stored as
 //     4096 sorted buckets per list, so a scheduled sync sends only rows whose payload changed
 //     and a million fingerprints load or save in one pass over 16 MB;

@@ -232,6 +232,24 @@ CREATE TABLE subsync_watermark (
     updated_at BIGINT NOT NULL
 )`,
 	},
+	{
+		version: 2,
+		name:    "counters (the suppression list's version), status changes by time",
+		sqlite: `
+CREATE TABLE subsync_counter (
+    name  TEXT    PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+INSERT INTO subsync_counter (name, value) VALUES ('suppression', 0);
+CREATE INDEX subsync_status_change_time ON subsync_status_change (changed_at, id)`,
+		postgres: `
+CREATE TABLE subsync_counter (
+    name  TEXT   PRIMARY KEY,
+    value BIGINT NOT NULL
+);
+INSERT INTO subsync_counter (name, value) VALUES ('suppression', 0);
+CREATE INDEX subsync_status_change_time ON subsync_status_change (changed_at, id)`,
+	},
 }
 
 // migrationLockKey is the Postgres advisory lock that serialises concurrent migrators.

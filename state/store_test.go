@@ -613,3 +613,131 @@ func BenchmarkFingerprints(b *testing.B) {
 		require.NoError(b, s.ForgetFingerprints(ctx, 1))
 	}
 }
+
+func TestSuppressionSetAndVersion(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+		set, err := s.LoadSuppressions(ctx, 7)
+		require.NoError(t, err)
+		require.Zero(t, set.Len())
+		v0 := set.Version()
+
+		// Recording changes that suppress bumps the version in the same transaction.
+		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
+			{Email: "Kari@Example.no", Status: state.StatusUnsubscribed, ListID: 7, ChangedAt: t0},
+			{Email: "per@example.no", Status: state.StatusBounce, ListID: 7, ChangedAt: t0},
+			{Email: "ola@example.no", Status: state.StatusBounce, ListID: 8, ChangedAt: t0},
+			{Email: "lise@example.no", Status: state.StatusUnsubscribed, ListID: state.AllLists, ChangedAt: t0},
+		}, nil)
+		require.NoError(t, err)
+		v1, err := s.SuppressionVersion(ctx)
+		require.NoError(t, err)
+		require.Greater(t, v1, v0)
+		set, err = s.LoadSuppressions(ctx, 7)
+		require.NoError(t, err)
+		require.Equal(t, v1, set.Version())
+		require.Equal(t, 3, set.Len(), "its own list and all lists, not list 8")
+		st, ok := set.Status(state.EmailHash("kari@example.no"))
+		require.True(t, ok)
+		require.Equal(t, state.StatusUnsubscribed, st)
+		st, ok = set.Status(state.EmailHash(" PER@example.no"))
+		require.True(t, ok)
+		require.Equal(t, state.StatusBounce, st, "an unsubscribe and a bounce stay distinct")
+		_, ok = set.Status(state.EmailHash("ola@example.no"))
+		require.False(t, ok)
+
+		// The same changes again change nothing, not even the version.
+		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
+			{Email: "kari@example.no", Status: state.StatusUnsubscribed, ListID: 7, ChangedAt: t0},
+		}, nil)
+		require.NoError(t, err)
+		v2, err := s.SuppressionVersion(ctx)
+		require.NoError(t, err)
+		require.Equal(t, v1, v2)
+
+		// Lifting one bumps it.
+		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
+			{Email: "kari@example.no", Status: state.StatusActive, ListID: 7, ChangedAt: t0.Add(time.Hour)},
+		}, nil)
+		require.NoError(t, err)
+		v3, err := s.SuppressionVersion(ctx)
+		require.NoError(t, err)
+		require.Greater(t, v3, v2)
+
+		counts, err := s.SuppressionCounts(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []state.SuppressionCount{
+			{ListID: state.AllLists, Status: state.StatusUnsubscribed, Count: 1},
+			{ListID: 7, Status: state.StatusBounce, Count: 1},
+			{ListID: 8, Status: state.StatusBounce, Count: 1},
+		}, counts)
+	})
+}
+
+func TestRecordReconciled(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+		_, err := s.RecordStatusChanges(ctx, []state.StatusChange{
+			{Email: "kari@example.no", Status: state.StatusUnsubscribed, ListID: 7, ChangedAt: t0},
+		}, []string{"crm"})
+		require.NoError(t, err)
+		// A reconciliation sees Kari again (with the subscriber's own time), and Per, whom the
+		// feed missed, and Ola, who now bounces.
+		added, err := s.RecordReconciled(ctx, []state.StatusChange{
+			{Email: "kari@example.no", Status: state.StatusUnsubscribed, ListID: 7, ChangedAt: t0.Add(time.Minute)},
+			{Email: "per@example.no", Status: state.StatusBounce, ListID: 7, ChangedAt: t0},
+		}, []string{"crm"})
+		require.NoError(t, err)
+		require.Equal(t, 1, added, "only what the suppression list lacks")
+		wbs, err := s.PendingWriteBacks(ctx, "crm", 0)
+		require.NoError(t, err)
+		require.Len(t, wbs, 2)
+		require.Equal(t, "kari@example.no", wbs[0].Change.Email)
+		require.Equal(t, "per@example.no", wbs[1].Change.Email)
+	})
+}
+
+func TestWriteBackSummaries(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+		var changes []state.StatusChange
+		for i := range 5 {
+			// Recorded newest first: write-backs still come oldest first.
+			changes = append(changes, state.StatusChange{Email: fmt.Sprintf("p%d@example.no", i), Status: state.StatusBounce,
+				ListID: 7, ChangedAt: t0.Add(-time.Duration(i) * time.Minute)})
+		}
+		_, err := s.RecordStatusChanges(ctx, changes, []string{"sql"})
+		require.NoError(t, err)
+		wbs, err := s.PendingWriteBacks(ctx, "sql", 0)
+		require.NoError(t, err)
+		require.Len(t, wbs, 5)
+		require.Equal(t, "p4@example.no", wbs[0].Change.Email)
+		require.Equal(t, "p0@example.no", wbs[4].Change.Email)
+		ids := []int64{wbs[0].ID, wbs[1].ID}
+		require.NoError(t, s.CompleteWriteBacks(ctx, ids, errors.New("source database down")))
+		require.NoError(t, s.CompleteWriteBacks(ctx, []int64{wbs[2].ID}, nil))
+
+		sum, err := s.WriteBackSummaries(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []state.WriteBackSummary{{Target: "sql", Pending: 4, Failing: 2, Done: 1,
+			OldestPending: t0.Add(-4 * time.Minute), LastError: "source database down"}}, sum)
+
+		require.NoError(t, s.CompleteWriteBacks(ctx, ids, nil))
+		wbs, err = s.PendingWriteBacks(ctx, "sql", 0)
+		require.NoError(t, err)
+		require.Len(t, wbs, 2)
+		sum, err = s.WriteBackSummaries(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(0), sum[0].Failing)
+		require.Equal(t, int64(3), sum[0].Done)
+	})
+}
