@@ -29,7 +29,8 @@ rows, for a worker to run; --source NAME imports a source of the configuration i
 columns are mapped by their names. Try it first with 'subsync preview FILE'.
 
 People who unsubscribed or bounced (the suppression list) are never made active again:
---suppression skip (default) leaves them out, update sends their data without a status.
+--suppression skip (default) leaves them out, update-keep-status sends their data with the
+status they have (bulkinsert's status=unsubscribed or status=bounce).
 
 On Postgres the file is copied into the database, so that a worker on another machine can
 read it, unless --shared-path says every worker reads FILE at the same path. With --wait
@@ -56,8 +57,8 @@ the rows that were not sent, with the reason.`,
 			case file != "" && sourceName != "":
 				return usagef("give a FILE or --source NAME, not both")
 			}
-			if !slices.Contains([]string{jobs.SuppressionSkip, jobs.SuppressionUpdate}, suppression) {
-				return usagef("--suppression %q: want skip or update", suppression)
+			if !slices.Contains([]string{jobs.SuppressionSkip, jobs.SuppressionUpdateKeepStatus}, suppression) {
+				return usagef("--suppression %q: want skip or update-keep-status", suppression)
 			}
 			if !slices.Contains([]string{"", "replace", "merge"}, tag) {
 				return usagef("--tag %q: want replace or merge", tag)
@@ -107,7 +108,7 @@ the rows that were not sent, with the reason.`,
 	f.StringVar(&mappingFile, "mapping", "", "mapping file (TOML); default: columns mapped by their names")
 	f.StringVar(&sourceName, "source", "", "import the configured source [sources.NAME] instead of a file")
 	f.BoolVar(&shared, "shared-path", false, "every worker reads FILE at this path: do not copy it into the database")
-	f.StringVar(&suppression, "suppression", jobs.SuppressionSkip, "rows of people who unsubscribed or bounced: skip, or update (sent without a status)")
+	f.StringVar(&suppression, "suppression", jobs.SuppressionSkip, "rows of people who unsubscribed or bounced: skip, or update-keep-status (sent with their suppressed status)")
 	f.StringVar(&tag, "tag", "", "tags of rows that carry tags: replace (default) or merge")
 	f.BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
 	jsonFlag(cmd, &asJSON)

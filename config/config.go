@@ -68,11 +68,13 @@ const Off = "off"
 // Suppression policies: what a sync does with a row whose e-mail is on the suppression list
 // (the person unsubscribed or bounced).
 const (
-	// SuppressionSkip leaves the row out of the push entirely. The default.
+	// SuppressionSkip leaves the row out of the push entirely (counted as suppressed). The
+	// default.
 	SuppressionSkip = "skip"
-	// SuppressionUpdate pushes the row's data without any status, so the service keeps the
+	// SuppressionUpdateKeepStatus pushes the row's data through bulkinsert's status form with
+	// the suppressed status (status=unsubscribed or status=bounce), so the service keeps the
 	// person unsubscribed or bounced while names and fields stay current.
-	SuppressionUpdate = "update"
+	SuppressionUpdateKeepStatus = "update-keep-status"
 )
 
 // Source kinds.
@@ -170,7 +172,7 @@ type Sync struct {
 	// Mapping is a mapping file name or an inline table. Left out: columns are mapped
 	// automatically by their names.
 	Mapping Mapping `toml:"mapping"`
-	// Suppression is SuppressionSkip (default) or SuppressionUpdate.
+	// Suppression is SuppressionSkip (default) or SuppressionUpdateKeepStatus.
 	Suppression string `toml:"suppression"`
 }
 
@@ -221,6 +223,10 @@ type Status struct {
 	// WriteBack sends the changes to the source. Not set = changes are only recorded in the
 	// suppression list.
 	WriteBack WriteBack `toml:"write_back"`
+	// Reconcile makes every pull also read each sync's list for the subscribers the service
+	// holds as unsubscribed or bounced, and record those the suppression list lacks (a safety
+	// net for changes the status feed did not list). Default false.
+	Reconcile bool `toml:"reconcile"`
 }
 
 // Write-back kinds.
@@ -238,8 +244,11 @@ type WriteBack struct {
 	DSN     string `toml:"dsn"`
 	DSNEnv  string `toml:"dsn_env"`
 	DSNFile string `toml:"dsn_file"`
-	// Statement is run once per change with the named parameters :email, :status,
-	// :status_mobile, :list_id and :changed_at.
+	// Statement is run once per change, all the changes of a pull in one transaction, with
+	// the named parameters :email, :status, :status_mobile, :changed_at, :subscriber_id and
+	// :list_id (rewritten to the driver's placeholders). It should be idempotent (an UPDATE
+	// that sets a status): a change is applied once, but a crash between the commit and
+	// recording it makes the next pull apply it again.
 	Statement string `toml:"statement"`
 	// Path is the CSV file a csv write-back appends to (header written when new).
 	Path string `toml:"path"`

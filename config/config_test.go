@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/config"
+	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/sink"
 )
 
@@ -143,6 +144,7 @@ var (
 
 func TestValidationNamesKeyValueAndReason(t *testing.T) {
 	t.Parallel()
+	const wbSQL = "[status.write_back]\nkind = \"sql\"\ndriver = \"pgx\"\ndsn = \"postgres://crm\"\n"
 	const sync = `
 [[syncs]]
 name = "a"
@@ -192,10 +194,16 @@ source = { path = "b.csv" }
 		{"sql driver", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"sql\", driver = \"oracle\", dsn = \"x\", query = \"select 1\" }\n", `syncs[0].source.driver: "oracle": want pgx (Postgres), mysql (MySQL, MariaDB) or sqlite`},
 		{"dsn env unset", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"sql\", driver = \"pgx\", dsn_env = \"NOPE\", query = \"select 1\" }\n", `syncs[0].source.dsn_env: "NOPE": environment variable is not set`},
 		{"csv-only key", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { path = \"a.xlsx\", delimiter = \";\" }\n", `syncs[0].source.delimiter: only for a csv source`},
-		{"suppression", sync + "suppression = \"ignore\"\n", `syncs[0].suppression: "ignore": want "skip" or "update"`},
+		{"suppression", sync + "suppression = \"ignore\"\n", `syncs[0].suppression: "ignore": want "skip" or "update-keep-status"`},
 		{"mapping file", sync + "mapping = \"nope.toml\"\n", `syncs[0].mapping: "`},
 		{"mapping missing file", sync + "mapping = \"nope.toml\"\n", `": cannot read: no such file or directory`},
 		{"write back kind", "[status.write_back]\nkind = \"email\"\n", `status.write_back.kind: "email": want "sql" or "csv"`},
+		{"write back parameter", wbSQL + "statement = \"update c set s = :state where email = :email\"\n",
+			`status.write_back.statement: "update c set s = :state where email = :email": unknown parameter :state`},
+		{"write back positional", wbSQL + "statement = \"update c set s = ? where email = ?\"\n",
+			`status.write_back.statement: "update c set s = ? where email = ?": positional placeholder`},
+		{"write back no parameter", wbSQL + "statement = \"update c set s = 'x'\"\n",
+			`status.write_back.statement: "update c set s = 'x'": the statement uses no parameter`},
 		{"both keys", "[api]\napi_key = \"a\"\napi_key_file = \"k\"\n", `api.api_key: set api.api_key or api.api_key_file, not both`},
 		{"syntax", "[api\n", `expected`},
 	}
@@ -310,7 +318,7 @@ source = { kind = "sql", driver = "pgx", dsn = "host=db user=x password=`+testPa
 kind = "sql"
 driver = "pgx"
 dsn = "postgres://db/x?password=`+testPass+`"
-statement = "update c set unsubscribed = true where email = $1"
+statement = "update c set unsubscribed = true where email = :email"
 `), env(config.EnvUserID, "u", config.EnvAPIKey, testKey, dsnEnv, "crm:"+testPass+"@tcp(db:3306)/crm"))
 	require.NoError(t, err)
 	require.Equal(t, testKey, cfg.API.APIKey, "the key itself is usable")
@@ -495,7 +503,7 @@ name = "news"
 schedule = "30 2 * * *"
 time_zone = "Europe/Oslo"
 list = 12
-suppression = "update"
+suppression = "update-keep-status"
 source = { path = "news.csv", delimiter = ";" }
 mapping = { columns = { "E-post" = "email" } }
 [sources.crm]
@@ -506,6 +514,7 @@ query = "select email from contacts"
 [status]
 schedule = "off"
 overlap = "1h"
+reconcile = true
 [status.write_back]
 kind = "csv"
 path = "changes.csv"
@@ -519,14 +528,16 @@ path = "changes.csv"
 	require.Equal(t, time.Minute, jc.ShutdownTimeout)
 	require.Empty(t, jc.StatusPull.Schedule, "off: on demand only")
 	require.Equal(t, time.Hour, jc.StatusPull.Overlap)
-	require.Equal(t, []string{config.WriteBackCSV}, jc.StatusPull.WriteBackTargets)
+	require.Equal(t, jobs.WriteBackSpec{Kind: jobs.WriteBackCSV, Path: filepath.Join(filepath.Dir(path), "changes.csv")},
+		jc.StatusPull.WriteBack)
+	require.True(t, jc.StatusPull.Reconcile)
 	require.Equal(t, testKey, jc.Sink.APIKey)
 	require.Len(t, jc.Syncs, 1)
 	s := jc.Syncs[0]
 	require.Equal(t, "news", s.Name)
 	require.Equal(t, "Europe/Oslo", s.TimeZone)
 	require.Equal(t, int64(12), s.ListID)
-	require.Equal(t, "update", s.Suppression)
+	require.Equal(t, jobs.SuppressionUpdateKeepStatus, s.Suppression)
 	require.Equal(t, filepath.Join(filepath.Dir(path), "news.csv"), s.Source.Path)
 	require.Equal(t, ";", s.Source.Delimiter)
 	require.Equal(t, "email", s.Mapping.Columns["E-post"].To)

@@ -45,8 +45,9 @@ func (c *Config) JobsConfig() jobs.Config {
 		ShutdownTimeout: c.Worker.ShutdownTimeout.D(),
 		Sink:            c.SinkConfig(),
 		StatusPull: jobs.StatusPullSpec{
-			TimeZone: c.Status.TimeZone,
-			Overlap:  c.Status.Overlap.D(),
+			TimeZone:  c.Status.TimeZone,
+			Overlap:   c.Status.Overlap.D(),
+			Reconcile: c.Status.Reconcile,
 		},
 	}
 	if c.Worker.MetricsAddress != Off {
@@ -55,8 +56,9 @@ func (c *Config) JobsConfig() jobs.Config {
 	if c.Status.Schedule != Off {
 		jc.StatusPull.Schedule = c.Status.Schedule
 	}
-	if k := c.Status.WriteBack.Kind; k != "" {
-		jc.StatusPull.WriteBackTargets = []string{k}
+	if wb := c.Status.WriteBack; wb.Kind != "" {
+		jc.StatusPull.WriteBack = jobs.WriteBackSpec{Kind: wb.Kind, Driver: wb.Driver, DSN: wb.DSN,
+			Statement: wb.Statement, Path: wb.Path}
 	}
 	for _, s := range c.Syncs {
 		jc.Syncs = append(jc.Syncs, jobs.SyncSpec{

@@ -17,6 +17,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"golang.org/x/text/encoding/htmlindex"
+
+	"github.com/subsync/subsync/jobs"
 )
 
 // setDefaults fills every key left out (or zero) with its default.
@@ -126,8 +128,8 @@ func (c *Config) validate(p *problems) {
 			p.add(key+".list", listValue(s.List), "missing: the id of the subscriber list to sync into")
 		}
 		checkSource(p, key+".source", s.Source)
-		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdate {
-			p.add(key+".suppression", s.Suppression, "want %q or %q", SuppressionSkip, SuppressionUpdate)
+		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdateKeepStatus {
+			p.add(key+".suppression", s.Suppression, "want %q or %q", SuppressionSkip, SuppressionUpdateKeepStatus)
 		}
 	}
 
@@ -160,6 +162,8 @@ func (c *Config) validate(p *problems) {
 		}
 		if strings.TrimSpace(wb.Statement) == "" {
 			p.add("status.write_back.statement", "", "missing")
+		} else if err := jobs.CheckWriteBackStatement(wb.Statement); err != nil {
+			p.add("status.write_back.statement", wb.Statement, "%v", err)
 		}
 		if wb.Path != "" {
 			p.add("status.write_back.path", wb.Path, "only for a csv write-back")

@@ -79,6 +79,9 @@ type attempt struct {
 	owner   string
 	log     *slog.Logger
 	onFinal []func(context.Context) // cleanups once the run is final (staged file)
+	// warning is recorded as the run's message when it completes: something went wrong that
+	// the next run retries (a write-back that failed), though the run did its work.
+	warning string
 }
 
 // work runs one attempt of a job's run: it claims the run (or gives way to a live owner),
@@ -213,7 +216,7 @@ func (a *attempt) finish(ctx, jobCtx context.Context, workErr, cause error) erro
 	var ae *sink.APIError
 	switch {
 	case workErr == nil:
-		final(state.RunCompleted, "")
+		final(state.RunCompleted, a.warning)
 		return nil
 	case errors.Is(cause, errLeaseLost) || errors.Is(workErr, state.ErrLeaseLost):
 		a.log.WarnContext(ctx, "another worker took the run over; leaving it to that worker")

@@ -26,14 +26,25 @@ const (
 	SQLiteFile = "subsync.db"
 )
 
-// Suppression modes of a sync or an import: what happens to a row whose e-mail is in the
-// suppression list (the person unsubscribed or bounced).
+// Suppression policies of a sync or an import: what happens to a row whose e-mail is in the
+// suppression list (the person unsubscribed or bounced). Under either, such a row is never
+// pushed as active, and it is counted as suppressed.
 const (
-	// SuppressionSkip leaves the row out of the push; it is counted as suppressed. The default.
+	// SuppressionSkip leaves the row out of the push. The default.
 	SuppressionSkip = "skip"
-	// SuppressionUpdate pushes the row's data without any e-mail status, so the service keeps
-	// the status it has.
-	SuppressionUpdate = "update"
+	// SuppressionUpdateKeepStatus pushes the row's data through bulkinsert's status form with
+	// the suppressed status (status=unsubscribed or status=bounce, one batch per status), so
+	// names and fields stay current and the service keeps the person unsubscribed or bounced.
+	SuppressionUpdateKeepStatus = "update-keep-status"
+)
+
+// Write-back kinds: where a status pull writes the changes it found.
+const (
+	// WriteBackSQL runs a statement against the source database, once per change, all of a
+	// pull's changes in one transaction.
+	WriteBackSQL = "sql"
+	// WriteBackCSV appends the changes to a CSV file.
+	WriteBackCSV = "csv"
 )
 
 // Config configures a Runtime. Zero fields take the defaults above.
@@ -98,7 +109,7 @@ type SyncSpec struct {
 	Source sources.Config
 	// Mapping maps the source's columns; nil = by column names (mapping.Auto).
 	Mapping *mapping.Spec
-	// Suppression is SuppressionSkip (default) or SuppressionUpdate.
+	// Suppression is SuppressionSkip (default) or SuppressionUpdateKeepStatus.
 	Suppression string
 }
 
@@ -109,10 +120,53 @@ type StatusPullSpec struct {
 	TimeZone string
 	// Overlap is subtracted from the cursor on every pull. Default StatusOverlapDefault.
 	Overlap time.Duration
-	// WriteBackTargets name the targets each new change is queued for (write-back runs in a
-	// later step); empty = changes only feed the suppression list.
-	WriteBackTargets []string
+	// WriteBack is where new changes are written back to; a zero Kind = changes only feed
+	// the suppression list.
+	WriteBack WriteBackSpec
+	// Reconcile makes every pull also read, for the list of every sync, the subscribers the
+	// service holds as unsubscribed or bounced (GET /subscribers/by_list, updated since the
+	// cursor minus the overlap), and record those the suppression list lacks: a safety net
+	// for changes the status feed did not list.
+	Reconcile bool
 }
+
+// WriteBackSpec is where a status pull writes the changes back to.
+//
+// A change is written back once per target (the Kind): it is marked done after the write
+// committed (the SQL transaction, or the appended lines synced to disk). The state database
+// and the source cannot share a transaction, so a crash between the two writes the same
+// change again on the next pull: write an idempotent statement (an UPDATE setting a status),
+// and let CSV readers skip a repeated id.
+type WriteBackSpec struct {
+	// Kind is WriteBackSQL, WriteBackCSV, or "" for none.
+	Kind string
+	// Driver (pgx, postgres, postgresql, mysql or sqlite), DSN and Statement of a sql
+	// write-back. The statement names its parameters :email, :status, :status_mobile,
+	// :changed_at, :subscriber_id and :list_id (see CheckWriteBackStatement); they are
+	// rewritten to the driver's placeholders.
+	Driver    string
+	DSN       string
+	Statement string
+	// Path is the CSV file a csv write-back appends to.
+	Path string
+}
+
+// String describes the write-back without the DSN's password.
+func (w WriteBackSpec) String() string {
+	switch w.Kind {
+	case WriteBackSQL:
+		return fmt.Sprintf("sql write-back (driver %s, dsn %s)", w.Driver, sources.RedactDSN(w.Driver, w.DSN))
+	case WriteBackCSV:
+		return "csv write-back to " + w.Path
+	}
+	return "no write-back"
+}
+
+// LogValue logs the write-back without the DSN's password.
+func (w WriteBackSpec) LogValue() slog.Value { return slog.StringValue(w.String()) }
+
+// Format makes every fmt verb print String, so that %#v cannot print the DSN either.
+func (w WriteBackSpec) Format(f fmt.State, _ rune) { _, _ = fmt.Fprint(f, w.String()) }
 
 func (c Config) withDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
@@ -162,8 +216,8 @@ func (c Config) validate() error {
 		if s.ListID <= 0 {
 			errs = append(errs, fmt.Errorf("%s.ListID %d: want a list id", key, s.ListID))
 		}
-		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdate {
-			errs = append(errs, fmt.Errorf("%s.Suppression %q: want %q or %q", key, s.Suppression, SuppressionSkip, SuppressionUpdate))
+		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdateKeepStatus {
+			errs = append(errs, fmt.Errorf("%s.Suppression %q: want %q or %q", key, s.Suppression, SuppressionSkip, SuppressionUpdateKeepStatus))
 		}
 		if s.Schedule != "" {
 			if _, err := ParseSchedule(s.Schedule, s.TimeZone); err != nil {
@@ -175,6 +229,25 @@ func (c Config) validate() error {
 		if _, err := ParseSchedule(c.StatusPull.Schedule, c.StatusPull.TimeZone); err != nil {
 			errs = append(errs, fmt.Errorf("jobs: StatusPull.Schedule: %w", err))
 		}
+	}
+	switch wb := c.StatusPull.WriteBack; wb.Kind {
+	case "":
+	case WriteBackSQL:
+		if writeBackDriver(wb.Driver) == "" {
+			errs = append(errs, fmt.Errorf("jobs: StatusPull.WriteBack.Driver %q: want pgx, mysql or sqlite", wb.Driver))
+		}
+		if wb.DSN == "" {
+			errs = append(errs, errors.New("jobs: StatusPull.WriteBack.DSN is empty"))
+		}
+		if err := CheckWriteBackStatement(wb.Statement); err != nil {
+			errs = append(errs, fmt.Errorf("jobs: StatusPull.WriteBack.Statement: %w", err))
+		}
+	case WriteBackCSV:
+		if wb.Path == "" {
+			errs = append(errs, errors.New("jobs: StatusPull.WriteBack.Path is empty"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("jobs: StatusPull.WriteBack.Kind %q: want %q or %q", wb.Kind, WriteBackSQL, WriteBackCSV))
 	}
 	return errors.Join(errs...)
 }

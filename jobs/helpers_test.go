@@ -74,6 +74,30 @@ func (b *bundle) open(t *testing.T) *jobs.Runtime {
 	return rt
 }
 
+// openWith opens a runtime on another configuration of the bundle's database, closed at
+// cleanup.
+func (b *bundle) openWith(t *testing.T, cfg jobs.Config) *jobs.Runtime {
+	t.Helper()
+	rt, err := jobs.Open(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(rt.Close)
+	return rt
+}
+
+// subscribe puts the e-mails into the bundle's list, active, through the service's bulkinsert.
+func (b *bundle) subscribe(t *testing.T, emails ...string) {
+	t.Helper()
+	c, err := sink.New(b.cfg.Sink)
+	require.NoError(t, err)
+	rows := make([]sink.Subscriber, len(emails))
+	for i, e := range emails {
+		rows[i] = sink.Subscriber{Email: e}
+	}
+	res, err := c.BulkInsert(context.Background(), sink.BulkOptions{ListID: b.listID}, rows)
+	require.NoError(t, err)
+	require.Equal(t, len(emails), res.Sent)
+}
+
 // contacts writes a CSV of n contacts (person<i>@example.com, header E-post,Fornavn,
 // Etternavn); every row i with invalid(i) gets an address that is not one. It returns the path.
 func contacts(t testing.TB, dir string, n int, invalid func(i int) bool) string {

@@ -52,7 +52,7 @@ type ImportArgs struct {
 	Mapping *mapping.Spec `json:"mapping,omitempty"`
 	// Tag is bulkinsert's tag mode: replace (default) or merge.
 	Tag string `json:"tag,omitempty"`
-	// Suppression is SuppressionSkip (default) or SuppressionUpdate.
+	// Suppression is SuppressionSkip (default) or SuppressionUpdateKeepStatus.
 	Suppression string `json:"suppression,omitempty"`
 }
 
@@ -80,8 +80,8 @@ func (rt *Runtime) EnqueueImport(ctx context.Context, args ImportArgs) (int64, e
 	if args.Suppression == "" {
 		args.Suppression = SuppressionSkip
 	}
-	if args.Suppression != SuppressionSkip && args.Suppression != SuppressionUpdate {
-		return 0, fmt.Errorf("import: suppression %q: want %q or %q", args.Suppression, SuppressionSkip, SuppressionUpdate)
+	if args.Suppression != SuppressionSkip && args.Suppression != SuppressionUpdateKeepStatus {
+		return 0, fmt.Errorf("import: suppression %q: want %q or %q", args.Suppression, SuppressionSkip, SuppressionUpdateKeepStatus)
 	}
 	if args.Source != "" {
 		if _, ok := rt.cfg.Sources[args.Source]; !ok {

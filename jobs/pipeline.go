@@ -50,26 +50,27 @@ const (
 // A row whose e-mail is in a batch sent and not yet acknowledged waits for that batch's
 // acknowledgement before its own batch is sent, so the last row for an e-mail wins.
 type pipeline struct {
-	store            *state.Store
-	sender           batchSender
-	log              *slog.Logger
-	reader           sources.Reader
-	mapper           *mapping.Mapper
-	dedupe           *mapping.Deduper
-	mappingFP        string
-	listID           int64
-	tag              string
-	runID            int64
-	owner            string
-	ttl              time.Duration
-	windowSize       int
-	delta            bool // skip rows whose payload is unchanged since the last push
-	checkSuppression bool
-	suppressionMode  string
-	fps              *state.FingerprintSet // loaded for a delta run; collects what is acknowledged
-	fpFlush          int
-	stopping         <-chan struct{}
-	onCommit         func(state.Counts)
+	store           *state.Store
+	sender          batchSender
+	log             *slog.Logger
+	reader          sources.Reader
+	mapper          *mapping.Mapper
+	dedupe          *mapping.Deduper
+	mappingFP       string
+	listID          int64
+	tag             string
+	runID           int64
+	owner           string
+	ttl             time.Duration
+	windowSize      int
+	delta           bool // skip rows whose payload is unchanged since the last push
+	suppressionMode string
+	sup             *state.SuppressionSet // re-read by the producer whenever the list changed
+	fps             *state.FingerprintSet // loaded for a delta run; collects what is acknowledged
+	plan            bool                  // a dry run: outcomes carry the row's line, e-mail and status
+	fpFlush         int
+	stopping        <-chan struct{}
+	onCommit        func(state.Counts)
 	// onConflictWait, when set (tests), is called each time a batch waits for an earlier
 	// batch holding one of its e-mails to be acknowledged.
 	onConflictWait func(seq int)
@@ -122,6 +123,11 @@ type outcome struct {
 	ord    int64
 	counts state.Counts
 	reject *state.Reject
+	// For a dry run's plan (pipeline.plan) only: the row's line, e-mail, and the suppressed
+	// status of a suppressed row.
+	line   int
+	email  string
+	status string
 }
 
 type commitUnit struct {
@@ -334,7 +340,11 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 				c.reject(*drej)
 				continue
 			}
-			c.outcomes = append(c.outcomes, outcome{ord: row.Ordinal, counts: state.Counts{Duplicates: 1}})
+			o := outcome{ord: row.Ordinal, counts: state.Counts{Duplicates: 1}}
+			if p.plan {
+				o.line, o.email = row.Line, row.Sub.Email
+			}
+			c.outcomes = append(c.outcomes, o)
 			if !send {
 				continue
 			}
@@ -377,49 +387,54 @@ func (c *chunk) reject(r mapping.Reject) {
 
 // filter applies the suppression list and the delta fingerprints to the chunk's rows, and
 // hashes the survivors' e-mails and payloads.
+//
+// The suppression list is checked for every chunk: its version is read (one primary-key
+// lookup) and the list re-read when a status pull changed it since, so a pull that lands
+// while a long run goes on takes effect from the next chunk. A suppressed row is never sent
+// as active: it is skipped (SuppressionSkip), or sent with its suppressed status
+// (SuppressionUpdateKeepStatus); either way it is counted as suppressed.
 func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
 	if len(c.rows) == 0 {
 		return nil
 	}
-	var suppressed map[string]string
-	if p.checkSuppression {
-		emails := make([]string, len(c.rows))
-		for i, r := range c.rows {
-			emails[i] = r.Sub.Email
-		}
-		var err error
-		if suppressed, err = p.store.Suppressed(ctx, p.listID, emails); err != nil {
-			return err
-		}
+	if err := p.refreshSuppressions(ctx); err != nil {
+		return err
 	}
 	c.skip = slices.Grow(c.skip[:0], len(c.rows))[:len(c.rows)]
 	clear(c.skip)
 	skip := c.skip
 	c.emails = slices.Grow(c.emails[:0], len(c.rows))[:len(c.rows)]
 	c.payloads = slices.Grow(c.payloads[:0], len(c.rows))[:len(c.rows)]
+	checkSup := p.sup.Len() > 0
 	for i := range c.rows {
 		r := &c.rows[i]
-		if len(suppressed) > 0 {
-			if _, ok := suppressed[state.NormaliseEmail(r.Sub.Email)]; ok {
-				if p.suppressionMode == SuppressionSkip {
-					c.outcomes = append(c.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Suppressed: 1}})
+		c.emails[i] = state.EmailHash(r.Sub.Email)
+		if checkSup {
+			if st, ok := p.sup.Status(c.emails[i]); ok {
+				o := outcome{ord: r.Ordinal, counts: state.Counts{Suppressed: 1}}
+				if p.plan {
+					o.line, o.email, o.status = r.Line, r.Sub.Email, st
+				}
+				c.outcomes = append(c.outcomes, o)
+				if p.suppressionMode != SuppressionUpdateKeepStatus {
 					skip[i] = true
 					continue
 				}
-				// SuppressionUpdate: push the data, never a status that could make the
-				// person active again.
-				if r.Status == sink.StatusActive || r.Status == sink.StatusReactivate {
-					r.Status = ""
-				}
+				// Sent through the status form with the status the service holds, so it
+				// stays unsubscribed or bounced while the data is updated.
+				r.Status = st
 			}
 		}
-		c.emails[i] = state.EmailHash(r.Sub.Email)
 		c.payloads[i] = payloadHash(p.mappingFP, r, keys)
 	}
 	if p.delta && p.fps.Len() > 0 {
 		for i, r := range c.rows {
 			if h, ok := p.fps.Lookup(c.emails[i]); !skip[i] && ok && h == c.payloads[i] {
-				c.outcomes = append(c.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Unchanged: 1}})
+				o := outcome{ord: r.Ordinal, counts: state.Counts{Unchanged: 1}}
+				if p.plan {
+					o.line, o.email, o.status = r.Line, r.Sub.Email, r.Status
+				}
+				c.outcomes = append(c.outcomes, o)
 				skip[i] = true
 			}
 		}
@@ -433,6 +448,28 @@ func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
 	}
 	c.rows, c.dups, c.emails, c.payloads = c.rows[:n], c.dups[:n], c.emails[:n], c.payloads[:n]
 	slices.SortStableFunc(c.outcomes, func(a, b outcome) int { return cmpInt64(a.ord, b.ord) })
+	return nil
+}
+
+// refreshSuppressions re-reads the suppression list when its version changed (or on the first
+// call).
+func (p *pipeline) refreshSuppressions(ctx context.Context) error {
+	v, err := p.store.SuppressionVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if p.sup != nil && p.sup.Version() == v {
+		return nil
+	}
+	sup, err := p.store.LoadSuppressions(ctx, p.listID)
+	if err != nil {
+		return err
+	}
+	if p.sup != nil {
+		p.log.InfoContext(ctx, "the suppression list changed during the run: checking the next rows against it",
+			slog.Int("suppressed", sup.Len()))
+	}
+	p.sup = sup
 	return nil
 }
 

@@ -2,10 +2,13 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
@@ -20,12 +23,26 @@ type streamSpec struct {
 	delta       bool
 }
 
-// stream opens the source, compiles the mapping against its header and the service's
-// custom fields, and runs the pipeline from the run's checkpoint. It returns the source's
-// watermark (SQL sources with a watermark column), "" otherwise.
-func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string, error) {
+// checkList fails at once, permanently, when the list does not exist (GET
+// /subscriberlists/{id} answers 404): every row would be refused otherwise.
+func (rt *Runtime) checkList(ctx context.Context, id int64) error {
+	if _, err := rt.sink.List(ctx, id); err != nil {
+		var ae *sink.APIError
+		if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound {
+			return permanent(fmt.Errorf("list %d does not exist", id))
+		}
+		return fmt.Errorf("check list %d: %w", id, err)
+	}
+	return nil
+}
+
+// prepare opens the source, checks the list, compiles the mapping against its header and the
+// service's custom fields (creating missing ones unless dryRun), and loads the suppression
+// list and, for a delta run, the fingerprints: everything a run or a dry run needs before the
+// first row. The caller closes the returned reader.
+func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, dryRun bool) (*pipeline, sources.Reader, error) {
 	if rt.sinkErr != nil {
-		return "", permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
+		return nil, nil, permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
 	}
 	r, err := sources.Open(ctx, s.source)
 	if err != nil {
@@ -34,69 +51,92 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 			// A file that is missing, unreadable or not what it claims stays so: fail now.
 			err = permanent(err)
 		}
-		return "", err
+		return nil, nil, err
 	}
-	defer r.Close()
+	ok := false
+	defer func() {
+		if !ok {
+			_ = r.Close()
+		}
+	}()
+	if err := rt.checkList(ctx, s.listID); err != nil {
+		return nil, nil, err
+	}
 
 	var spec mapping.Spec
 	if s.mapping != nil {
 		spec = *s.mapping
 	}
 	spec, unplaced := spec.WithAuto(r.Header())
-	fields, err := mapping.Resolve(ctx, rt.sink, spec)
+	resolve := mapping.Resolve
+	if dryRun {
+		resolve = mapping.ResolveDryRun
+	}
+	fields, err := resolve(ctx, rt.sink, spec)
 	if err != nil {
-		return "", fmt.Errorf("resolve custom fields: %w", err)
+		return nil, nil, fmt.Errorf("resolve custom fields: %w", err)
 	}
 	for _, f := range fields.Created() {
-		a.log.InfoContext(ctx, "created custom field", slog.String("label", f.Label), slog.String("slot", f.Value))
+		log.InfoContext(ctx, "created custom field", slog.String("label", f.Label), slog.String("slot", f.Value))
 	}
 	m, err := mapping.Compile(spec, r.Header(), fields)
 	if err != nil {
-		return "", permanent(fmt.Errorf("mapping: %w", err))
+		return nil, nil, permanent(fmt.Errorf("mapping: %w", err))
 	}
 	if len(unplaced) > 0 || len(m.Unplaced()) > 0 {
-		a.log.WarnContext(ctx, "columns not sent (neither mapped nor ignored)", slog.Any("columns", m.Unplaced()))
-	}
-	pr := r.Progress()
-	if err := rt.store.SetTotals(ctx, a.run.ID, a.owner, pr.TotalRows, pr.TotalBytes); err != nil {
-		return "", err
-	}
-	hasSuppressions, err := rt.store.HasSuppressions(ctx, s.listID)
-	if err != nil {
-		return "", err
+		log.WarnContext(ctx, "columns not sent (neither mapped nor ignored)", slog.Any("columns", m.Unplaced()))
 	}
 	fps := state.NewFingerprintSet(s.listID)
 	if s.delta {
 		if fps, err = rt.store.LoadFingerprints(ctx, s.listID); err != nil {
-			return "", err
+			return nil, nil, err
 		}
 	}
-	kind := a.run.Kind
 	p := &pipeline{
-		store:            rt.store,
-		sender:           rt.sink,
-		log:              a.log,
-		reader:           r,
-		mapper:           m,
-		dedupe:           m.NewDeduper(),
-		mappingFP:        m.Fingerprint(),
-		listID:           s.listID,
-		tag:              s.tag,
-		runID:            a.run.ID,
-		owner:            a.owner,
-		ttl:              rt.cfg.LeaseTTL,
-		windowSize:       rt.cfg.BatchesInFlight,
-		delta:            s.delta,
-		checkSuppression: hasSuppressions,
-		suppressionMode:  s.suppression,
-		fps:              fps,
-		fpFlush:          rt.cfg.FingerprintFlush,
-		stopping:         rt.stoppingChan(),
-		onCommit:         func(c state.Counts) { rt.metrics.addCounts(kind, c) },
+		store:           rt.store,
+		sender:          rt.sink,
+		log:             log,
+		reader:          r,
+		mapper:          m,
+		dedupe:          m.NewDeduper(),
+		mappingFP:       m.Fingerprint(),
+		listID:          s.listID,
+		tag:             s.tag,
+		ttl:             rt.cfg.LeaseTTL,
+		windowSize:      rt.cfg.BatchesInFlight,
+		delta:           s.delta,
+		suppressionMode: s.suppression,
+		fps:             fps,
+		fpFlush:         rt.cfg.FingerprintFlush,
+		plan:            dryRun,
 	}
 	if p.suppressionMode == "" {
 		p.suppressionMode = SuppressionSkip
 	}
+	// Loaded now, so that a failure shows before the first row; re-read as it changes.
+	if err := p.refreshSuppressions(ctx); err != nil {
+		return nil, nil, err
+	}
+	ok = true
+	return p, r, nil
+}
+
+// stream runs the pipeline of an import or sync run from the run's checkpoint. It returns the
+// source's watermark (SQL sources with a watermark column), "" otherwise.
+func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string, error) {
+	p, r, err := rt.prepare(ctx, a.log, s, false)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	pr := r.Progress()
+	if err := rt.store.SetTotals(ctx, a.run.ID, a.owner, pr.TotalRows, pr.TotalBytes); err != nil {
+		return "", err
+	}
+	kind := a.run.Kind
+	p.runID, p.owner = a.run.ID, a.owner
+	p.stopping = rt.stoppingChan()
+	p.onCommit = func(c state.Counts) { rt.metrics.addCounts(kind, c) }
 	if err := p.run(ctx, a.run.Position); err != nil {
 		return "", err
 	}

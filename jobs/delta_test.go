@@ -1,0 +1,215 @@
+package jobs_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/state"
+)
+
+// TestDeltaAndDryRun100k: a second sync of an unchanged 100,000-row source sends nothing;
+// after 1,000 rows change it sends exactly those; a dry run predicts exactly what the real
+// run then sends (rows, statuses, suppressed and rejected rows), and a changed mapping
+// invalidates the fingerprints.
+func TestDeltaAndDryRun100k(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		const n = 100_000
+		b := setup(t, backend)
+		path := contacts(t, t.TempDir(), n, func(i int) bool { return i%10_000 == 5 }) // 10 invalid
+		b.cfg.Syncs = []jobs.SyncSpec{{Name: "big", ListID: b.listID, Source: sources.Config{Path: path}}}
+		rt := b.open(t)
+		syncNow := func(name string) state.Run {
+			t.Helper()
+			id, err := rt.EnqueueSync(ctx, name, false)
+			return waitRun(t, rt, id, err)
+		}
+
+		first := syncNow("big")
+		require.Equal(t, int64(n-10), first.Counts.Sent)
+		require.Equal(t, int64(10), first.Counts.Rejected)
+
+		b.emu.ResetRequests()
+		second := syncNow("big")
+		require.Equal(t, state.Counts{Read: n, Unchanged: n - 10, Rejected: 10}, second.Counts)
+		rows, requests := bulkRows(b.emu)
+		require.Zero(t, rows+requests, "an unchanged source sends nothing")
+
+		// 1,000 rows change their first name; two people leave meanwhile.
+		changed := map[string]bool{}
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var out bytes.Buffer
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		line := 0
+		for sc.Scan() {
+			text := sc.Text()
+			if line > 0 && line%100 == 7 {
+				email, rest, _ := strings.Cut(text, ",")
+				text = email + ",Kari" + strings.TrimPrefix(rest, "Ola")
+				changed[email] = true
+			}
+			out.WriteString(text + "\n")
+			line++
+		}
+		require.NoError(t, sc.Err())
+		require.Len(t, changed, 1000)
+		require.NoError(t, os.WriteFile(path, out.Bytes(), 0o600))
+		_, err = rt.State().RecordStatusChanges(ctx, []state.StatusChange{
+			{Email: "person107@example.com", Status: state.StatusUnsubscribed, ListID: b.listID, ChangedAt: first.FinishedAt},
+			{Email: "person50@example.com", Status: state.StatusBounce, ListID: b.listID, ChangedAt: first.FinishedAt},
+		}, nil)
+		require.NoError(t, err)
+		delete(changed, "person107@example.com") // changed, but suppressed: not sent
+
+		// The dry run, as a CSV plan.
+		var csvOut bytes.Buffer
+		pw := jobs.NewPlanCSV(&csvOut)
+		plan, err := rt.PlanSync(ctx, "big", false, pw.Write)
+		require.NoError(t, err)
+		require.NoError(t, pw.Flush())
+		require.Equal(t, state.Counts{Read: n, Sent: 999, Unchanged: n - 10 - 1001, Suppressed: 2, Rejected: 10}, plan.Counts)
+		require.Equal(t, map[string]int64{"": 999}, plan.ByStatus)
+		require.Equal(t, map[string]int64{mapping.CodeInvalidEmail: 10}, plan.RejectsByCode)
+		recs, err := csv.NewReader(&csvOut).ReadAll()
+		require.NoError(t, err)
+		require.Len(t, recs, n+1, "a header and one line per source row")
+		require.Equal(t, jobs.PlanCSVHeader, recs[0])
+		planned := map[string]bool{}
+		actions := map[string]int{}
+		for _, r := range recs[1:] {
+			actions[r[3]]++
+			switch r[3] {
+			case jobs.PlanSend:
+				planned[r[2]] = true
+			case jobs.PlanSuppressed:
+				require.Contains(t, []string{"person107@example.com,unsubscribed", "person50@example.com,bounce"}, r[2]+","+r[4])
+			case jobs.PlanRejected:
+				require.Equal(t, mapping.CodeInvalidEmail, r[6])
+				require.NotEmpty(t, r[9])
+			}
+		}
+		require.Equal(t, map[string]int{jobs.PlanSend: 999, jobs.PlanUnchanged: n - 10 - 1001, jobs.PlanSuppressed: 2,
+			jobs.PlanRejected: 10}, actions)
+		require.Equal(t, changed, planned, "the plan sends exactly the changed rows")
+		require.Equal(t, "108", recs[107][0], "line numbers are the file's")
+		rows, requests = bulkRows(b.emu)
+		require.Zero(t, rows+requests, "a dry run sends nothing")
+
+		// The real run sends what the plan said.
+		third := syncNow("big")
+		require.Equal(t, plan.Counts.Sent, third.Counts.Sent)
+		require.Equal(t, plan.Counts.Unchanged, third.Counts.Unchanged)
+		require.Equal(t, plan.Counts.Suppressed, third.Counts.Suppressed)
+		require.Equal(t, plan.Counts.Rejected, third.Counts.Rejected)
+		rows, _ = bulkRows(b.emu)
+		require.Equal(t, 999, rows)
+		for email := range changed {
+			s, ok := b.emu.SubscriberByEmail(email)
+			require.True(t, ok)
+			require.True(t, strings.HasPrefix(s.Fields["firstname"], "Kari"), "%s was sent", email)
+		}
+
+		// After the run, a dry run plans nothing to send.
+		plan, err = rt.PlanSync(ctx, "big", false, nil)
+		require.NoError(t, err)
+		require.Zero(t, plan.Counts.Sent)
+
+		// A changed mapping (a constant company) invalidates every fingerprint.
+		spec := mapping.Spec{Constants: map[string]string{"company": "Acme AS"}}
+		b2 := b.cfg
+		b2.Syncs = []jobs.SyncSpec{{Name: "big", ListID: b.listID, Source: sources.Config{Path: path}, Mapping: &spec}}
+		rt2 := b.openWith(t, b2)
+		plan, err = rt2.PlanSync(ctx, "big", false, nil)
+		require.NoError(t, err)
+		require.Equal(t, int64(n-12), plan.Counts.Sent)
+		require.Zero(t, plan.Counts.Unchanged)
+	})
+}
+
+// TestDryRunStatusesAndDuplicates: rows whose source says unsubscribed or bounce are planned
+// and sent with that status, grouped; under update-keep-status a suppressed row is planned
+// as sent with its suppressed status; duplicates follow the mapping's policy.
+func TestDryRunStatusesAndDuplicates(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend)
+		path := t.TempDir() + "/contacts.csv"
+		require.NoError(t, os.WriteFile(path, []byte(`E-post,Fornavn,Status,Nyhetsbrev
+a@example.com,A,active,ja
+b@example.com,B,unsubscribed,ja
+c@example.com,C,bounce,ja
+d@example.com,D,active,nei
+e@example.com,E,active,ja
+a@example.com,A2,active,ja
+`), 0o600))
+		spec := &mapping.Spec{Columns: map[string]mapping.Column{"E-post": {To: "email"}, "Fornavn": {To: "firstname"},
+			"Status": {To: mapping.TargetStatus}, "Nyhetsbrev": {To: "SAMTYKKEEPOST"}}, Duplicates: mapping.DuplicatesFirst}
+		rt := b.open(t)
+		_, err := rt.State().RecordStatusChanges(ctx, []state.StatusChange{
+			{Email: "e@example.com", Status: state.StatusBounce, ListID: b.listID, ChangedAt: time.Now()},
+		}, nil)
+		require.NoError(t, err)
+
+		var rowsOf []jobs.PlanRow
+		plan, err := rt.PlanImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID, Mapping: spec,
+			Suppression: jobs.SuppressionUpdateKeepStatus}, func(r jobs.PlanRow) error {
+			rowsOf = append(rowsOf, r)
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, state.Counts{Read: 6, Sent: 5, Duplicates: 1, Suppressed: 1}, plan.Counts)
+		require.Equal(t, map[string]int64{"active": 1, "unsubscribed": 2, "bounce": 2}, plan.ByStatus)
+		got := make([]string, len(rowsOf))
+		for i, r := range rowsOf {
+			got[i] = fmt.Sprintf("%d %s %s %s", r.Line, r.Email, r.Action, r.Status)
+		}
+		require.Equal(t, []string{
+			"2 a@example.com send active",
+			"3 b@example.com send unsubscribed",
+			"4 c@example.com send bounce",
+			"5 d@example.com send unsubscribed", // a consent "nei" unsubscribes
+			"6 e@example.com send bounce",       // suppressed: sent keeping its status
+			"7 a@example.com duplicate ",
+		}, got)
+		require.Contains(t, rowsOf[4].Reason, "suppressed")
+
+		// The real import sends the same, one request per status.
+		id, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID, Mapping: spec,
+			Suppression: jobs.SuppressionUpdateKeepStatus})
+		run := waitRun(t, rt, id, err)
+		require.Equal(t, plan.Counts.Sent, run.Counts.Sent)
+		require.Equal(t, plan.Counts.Suppressed, run.Counts.Suppressed)
+		byStatus := map[string]int{}
+		for _, r := range b.emu.Requests() {
+			if strings.HasSuffix(r.Path, "/subscribers/bulkinsert") && r.Status == 200 {
+				byStatus[r.Query.Get("status")] += r.Rows
+			}
+		}
+		require.Equal(t, map[string]int{"active": 1, "unsubscribed": 2, "bounce": 2}, byStatus)
+		for email, want := range map[string]string{"a@example.com": "active", "b@example.com": "unsubscribed",
+			"c@example.com": "bounce", "d@example.com": "unsubscribed", "e@example.com": "bounce"} {
+			s, ok := b.emu.SubscriberByEmail(email)
+			require.True(t, ok)
+			require.Equal(t, want, s.Lists[b.listID].Status, email)
+		}
+		require.False(t, slices.ContainsFunc(rowsOf, func(r jobs.PlanRow) bool { return r.Action == jobs.PlanRejected }))
+	})
+}
