@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -19,10 +20,11 @@ func (a *app) importCommand() *cobra.Command {
 		shared, wait     bool
 		suppression, tag string
 		asJSON           bool
+		dry              dryRunFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "import FILE --list ID",
-		Short: "Queue a one-off import of a CSV or XLSX file (or a named source) into a list",
+		Short: "Queue a one-off import of a CSV or XLSX file (or a named source) into a list; --dry-run plans it",
 		Long: `Queue a one-off import of FILE (CSV or XLSX) into the list ID, in batches of up to 1000
 rows, for a worker to run; --source NAME imports a source of the configuration instead
 ([sources.NAME], e.g. a database). The mapping comes from --mapping FILE; without it,
@@ -36,16 +38,25 @@ On Postgres the file is copied into the database, so that a worker on another ma
 read it, unless --shared-path says every worker reads FILE at the same path. With --wait
 the command follows the run to its end with progress, and works it itself when no worker
 takes it; it exits 1 when the run fails. 'subsync runs ID --rejects rejects.csv' exports
-the rows that were not sent, with the reason.`,
+the rows that were not sent, with the reason.
+
+With --dry-run nothing is queued or sent: the file (or source) is read, mapped and checked
+against the suppression list here and now, and the command prints how many rows would be
+sent (per status), suppressed, duplicates and rejected; --plan FILE writes one CSV line per
+source row. A list that does not exist fails the import (and the dry run) at once.`,
 		Example: `  subsync import contacts.csv --list 12 --wait
   subsync import members.xlsx --sheet Members --list 12 --mapping members.mapping.toml
   subsync import /mnt/share/export.csv --list 12 --shared-path
-  subsync import --source crm --list 12 --wait --json`,
+  subsync import --source crm --list 12 --wait --json
+  subsync import contacts.csv --list 12 --dry-run --plan plan.csv`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if list <= 0 {
 				return usagef("--list: want the id of the list to import into")
+			}
+			if err := dry.check(wait, asJSON); err != nil {
+				return err
 			}
 			var file string
 			if len(args) == 1 {
@@ -84,17 +95,23 @@ the rows that were not sent, with the reason.`,
 					return usagef("--source %q: no [sources.%s] in %s", sourceName, sourceName, configName(cfg.Path))
 				}
 			}
-			rt, err := a.runtime(ctx, wait)
+			rt, err := a.runtime(ctx, wait || dry.dryRun)
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
-			id, err := rt.EnqueueImport(ctx, jobs.ImportArgs{
+			ia := jobs.ImportArgs{
 				Path: file, Shared: shared, Source: sourceName, ListID: list, Mapping: spec,
 				Format: scfg.Kind, Encoding: scfg.Encoding, Delimiter: scfg.Delimiter,
 				Sheet: scfg.Sheet, SheetIndex: scfg.SheetIndex, HeaderRow: scfg.HeaderRow,
 				Tag: tag, Suppression: suppression,
-			})
+			}
+			if dry.dryRun {
+				return a.dryRun(ctx, dry, asJSON, func(ctx context.Context, row func(jobs.PlanRow) error) (jobs.Plan, error) {
+					return rt.PlanImport(ctx, ia, row)
+				})
+			}
+			id, err := rt.EnqueueImport(ctx, ia)
 			if err != nil {
 				return fmt.Errorf("queue the import: %w", err)
 			}
@@ -111,6 +128,7 @@ the rows that were not sent, with the reason.`,
 	f.StringVar(&suppression, "suppression", jobs.SuppressionSkip, "rows of people who unsubscribed or bounced: skip, or update-keep-status (sent with their suppressed status)")
 	f.StringVar(&tag, "tag", "", "tags of rows that carry tags: replace (default) or merge")
 	f.BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
+	dry.add(cmd)
 	jsonFlag(cmd, &asJSON)
 	return cmd
 }

@@ -31,8 +31,11 @@ func (a *app) printJSON(v any) error {
 // table writes aligned columns on stdout.
 type table struct{ tw *tabwriter.Writer }
 
-func (a *app) table(header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)}
+func (a *app) table(header ...string) *table { return newTable(a.stdout, header...) }
+
+// newTable returns a table writing to w.
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
 	if len(header) > 0 {
 		t.row(toAny(header)...)
 	}

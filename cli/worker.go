@@ -102,21 +102,33 @@ next start. A configuration error exits 2, so a service manager need not restart
 
 func (a *app) syncCommand() *cobra.Command {
 	var full, wait, asJSON bool
+	var dry dryRunFlags
 	cmd := &cobra.Command{
 		Use:   "sync NAME",
-		Short: "Queue a configured sync now",
-		Long: `Queue the sync NAME of the configuration now, for a worker to run. A scheduled sync sends
-only rows whose payload changed since the last push; --full sends every row (and reads a
-SQL source from the start, ignoring its watermark). If the sync is already queued or
+		Short: "Queue a configured sync now (or plan it with --dry-run)",
+		Long: `Queue the sync NAME of the configuration now, for a worker to run. A sync sends only rows
+whose payload changed since the last acknowledged push (the rest count as unchanged; a
+change of the mapping makes every row changed); --full sends every row (and reads a SQL
+source from the start, ignoring its watermark). People who unsubscribed or bounced are never
+pushed as active (see the sync's suppression policy). If the sync is already queued or
 running, that job is reported (and waited for with --wait) instead.
 
 With --wait the command follows the run to its end, showing progress, and works the job
-itself when no worker takes it; it exits 1 when the run fails.`,
+itself when no worker takes it; it exits 1 when the run fails.
+
+With --dry-run nothing is queued or sent: the source is read, mapped and filtered here and
+now, exactly as the run would, and the command prints how many rows would be sent (per
+status), unchanged, suppressed, duplicates and rejected; --plan FILE writes one CSV line per
+source row (line, sheet, email, action, status, status_mobile, code, column, value, reason).`,
 		Example: `  subsync sync newsletter-export
-  subsync sync crm --full --wait`,
+  subsync sync crm --full --wait
+  subsync sync crm --dry-run --plan plan.csv`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := dry.check(wait, asJSON); err != nil {
+				return err
+			}
 			cfg, err := a.config()
 			if err != nil {
 				return err
@@ -124,11 +136,16 @@ itself when no worker takes it; it exits 1 when the run fails.`,
 			if !hasSync(cfg.Syncs, args[0]) {
 				return usagef("no sync named %q in %s", args[0], configName(cfg.Path))
 			}
-			rt, err := a.runtime(ctx, wait)
+			rt, err := a.runtime(ctx, wait || dry.dryRun)
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
+			if dry.dryRun {
+				return a.dryRun(ctx, dry, asJSON, func(ctx context.Context, row func(jobs.PlanRow) error) (jobs.Plan, error) {
+					return rt.PlanSync(ctx, args[0], full, row)
+				})
+			}
 			id, err := rt.EnqueueSync(ctx, args[0], full)
 			switch {
 			case errors.Is(err, jobs.ErrAlreadyQueued):
@@ -143,45 +160,8 @@ itself when no worker takes it; it exits 1 when the run fails.`,
 	}
 	cmd.Flags().BoolVar(&full, "full", false, "send every row, ignoring what was pushed before")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
+	dry.add(cmd)
 	jsonFlag(cmd, &asJSON)
-	return cmd
-}
-
-func (a *app) statusCommand() *cobra.Command {
-	cmd := group("status", "The subscriber status pull (unsubscribes and bounces)", `  subsync status pull --wait`)
-	var wait, asJSON bool
-	pull := &cobra.Command{
-		Use:   "pull",
-		Short: "Queue a status pull now",
-		Long: `Queue a status pull now: it fetches the service's status changes since the last pull
-(minus status.overlap), records unsubscribes and bounces in the suppression list that every
-sync consults, and queues them for write-back to the source. Running it twice changes
-nothing the second time.`,
-		Example: `  subsync status pull
-  subsync status pull --wait --json`,
-		Args: cobra.NoArgs,
-		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			rt, err := a.runtime(ctx, wait)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			id, err := rt.EnqueueStatusPull(ctx)
-			switch {
-			case errors.Is(err, jobs.ErrAlreadyQueued):
-				a.log.WarnContext(ctx, "a status pull is already queued or running: following that job", "job_id", id)
-			case err != nil:
-				return err
-			default:
-				a.log.InfoContext(ctx, "status pull queued", "job_id", id)
-			}
-			return a.queued(ctx, rt, id, wait, asJSON)
-		}),
-	}
-	pull.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
-	jsonFlag(pull, &asJSON)
-	cmd.AddCommand(pull)
 	return cmd
 }
 

@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/state"
+)
+
+func (a *app) statusCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Where the status pull stands: suppression list, pending write-backs; 'status pull' pulls now",
+		Long: `Show where the status pull stands: the time up to which the service's status changes were
+pulled, the suppression list (unsubscribed and bounced people, per list), and the write-backs
+to the source: how many changes are pending, failing (with the last error) and done, and the
+oldest pending ones. A write-back that failed is retried by the next pull.
+
+'subsync status pull' queues a pull now.`,
+		Example: `  subsync status
+  subsync status --json
+  subsync status pull --wait`,
+		Args: cobra.NoArgs,
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			rt, err := a.runtime(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			o, err := rt.StatusOverview(ctx)
+			if err != nil {
+				return fmt.Errorf("read the status pull's state: %w", err)
+			}
+			if asJSON {
+				return a.printJSON(toStatusJSON(o))
+			}
+			return a.printStatus(o)
+		}),
+	}
+	jsonFlag(cmd, &asJSON)
+	cmd.AddCommand(a.statusPullCommand())
+	return cmd
+}
+
+func (a *app) statusPullCommand() *cobra.Command {
+	var wait, asJSON bool
+	pull := &cobra.Command{
+		Use:   "pull",
+		Short: "Queue a status pull now",
+		Long: `Queue a status pull now: it fetches the service's status changes since the last pull
+(minus status.overlap), records unsubscribes and bounces in the suppression list that every
+sync and import consults, and writes them back to the source (status.write_back), with any
+change a failed write-back left pending. Running it twice changes nothing the second time.
+In the run, read counts the changes fetched, duplicates those already known, sent those
+written back; a failed write-back is the message of a completed run.`,
+		Example: `  subsync status pull
+  subsync status pull --wait --json`,
+		Args: cobra.NoArgs,
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			rt, err := a.runtime(ctx, wait)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			id, err := rt.EnqueueStatusPull(ctx)
+			switch {
+			case errors.Is(err, jobs.ErrAlreadyQueued):
+				a.log.WarnContext(ctx, "a status pull is already queued or running: following that job", "job_id", id)
+			case err != nil:
+				return err
+			default:
+				a.log.InfoContext(ctx, "status pull queued", "job_id", id)
+			}
+			return a.queued(ctx, rt, id, wait, asJSON)
+		}),
+	}
+	pull.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
+	jsonFlag(pull, &asJSON)
+	return pull
+}
+
+type statusJSON struct {
+	Cursor     *time.Time       `json:"cursor,omitempty"`
+	WriteBack  string           `json:"write_back"`
+	Suppressed []suppressedJSON `json:"suppressed"`
+	WriteBacks []writeBackJSON  `json:"write_backs"`
+	Pending    []pendingJSON    `json:"pending"`
+	Totals     map[string]int64 `json:"suppressed_total"`
+}
+
+type suppressedJSON struct {
+	ListID int64  `json:"list_id"`
+	Status string `json:"status"`
+	Count  int64  `json:"count"`
+}
+
+type writeBackJSON struct {
+	Target        string     `json:"target"`
+	Pending       int64      `json:"pending"`
+	Failing       int64      `json:"failing"`
+	Done          int64      `json:"done"`
+	OldestPending *time.Time `json:"oldest_pending,omitempty"`
+	LastError     string     `json:"last_error,omitempty"`
+}
+
+type pendingJSON struct {
+	Target       string    `json:"target"`
+	ChangedAt    time.Time `json:"changed_at"`
+	Email        string    `json:"email"`
+	Status       string    `json:"status"`
+	StatusMobile string    `json:"status_mobile,omitempty"`
+	ListID       int64     `json:"list_id"`
+	Attempts     int       `json:"attempts"`
+	LastError    string    `json:"last_error,omitempty"`
+}
+
+func toStatusJSON(o jobs.StatusOverview) statusJSON {
+	out := statusJSON{Cursor: timePtr(o.Cursor), WriteBack: o.WriteBack.String(), Suppressed: []suppressedJSON{},
+		WriteBacks: []writeBackJSON{}, Pending: []pendingJSON{}, Totals: map[string]int64{}}
+	for _, s := range o.Suppressed {
+		out.Suppressed = append(out.Suppressed, suppressedJSON{s.ListID, s.Status, s.Count})
+		out.Totals[s.Status] += s.Count
+	}
+	for _, w := range o.WriteBacks {
+		out.WriteBacks = append(out.WriteBacks, writeBackJSON{w.Target, w.Pending, w.Failing, w.Done,
+			timePtr(w.OldestPending), w.LastError})
+	}
+	for _, p := range o.Pending {
+		c := p.Change
+		out.Pending = append(out.Pending, pendingJSON{p.Target, c.ChangedAt, c.Email, c.Status, c.StatusMobile,
+			c.ListID, p.Attempts, p.LastError})
+	}
+	return out
+}
+
+func (a *app) printStatus(o jobs.StatusOverview) error {
+	cursor := "never pulled"
+	if !o.Cursor.IsZero() {
+		cursor = "changes pulled up to " + formatTime(o.Cursor)
+	}
+	if err := a.fields("status pull", cursor, "write-back", o.WriteBack.String()); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout, "\nSuppression list:")
+	t := a.table("LIST", "STATUS", "PEOPLE")
+	if len(o.Suppressed) == 0 {
+		t.row("-", "nobody is suppressed", "")
+	}
+	for _, s := range o.Suppressed {
+		list := fmt.Sprint(s.ListID)
+		if s.ListID == state.AllLists {
+			list = "all"
+		}
+		t.row(list, s.Status, s.Count)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout, "\nWrite-backs:")
+	t = a.table("TARGET", "PENDING", "FAILING", "DONE", "OLDEST PENDING", "LAST ERROR")
+	if len(o.WriteBacks) == 0 {
+		t.row("-", "none configured", "", "", "", "")
+	}
+	for _, w := range o.WriteBacks {
+		target := w.Target
+		if w.Target != o.WriteBack.Kind {
+			target += " (no longer configured)"
+		}
+		t.row(target, w.Pending, w.Failing, w.Done, formatTime(w.OldestPending), w.LastError)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(o.Pending) == 0 {
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "\nPending write-backs (oldest first, at most %d per target):\n", jobs.PendingShown)
+	t = a.table("TARGET", "CHANGED", "EMAIL", "STATUS", "LIST", "ATTEMPTS", "LAST ERROR")
+	for _, p := range o.Pending {
+		c := p.Change
+		t.row(p.Target, formatTime(c.ChangedAt), c.Email, c.Status, c.ListID, p.Attempts, p.LastError)
+	}
+	return t.flush()
+}
