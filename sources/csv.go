@@ -73,9 +73,12 @@ type CSVReader struct {
 	err    error
 	closed bool
 
-	buf  []byte
-	ends []int
-	cont []line
+	buf       []byte
+	ends      []int
+	cont      []line
+	slab      stringSlab
+	cells     []byte // the cells of the record just read, back to back or as on the line
+	delimited bool   // cells is the line: the cells with the delimiters between them
 }
 
 // OpenCSV opens a CSV file, detects its encoding and delimiter (unless opts sets them) and
@@ -351,13 +354,16 @@ func (r *CSVReader) Next(ctx context.Context) (Record, error) {
 }
 
 // check validates a parsed record against the header, trimming extra empty fields.
+// rec.Values must be the cells of the record just read, r.cells.
 func (r *CSVReader) check(rec *Record) *RowError {
-	for i, v := range rec.Values {
-		if strings.IndexByte(v, 0) >= 0 {
-			return &RowError{Line: rec.Line, Column: i + 1, Message: "contains a NUL byte (binary data?)"}
-		}
-		if r.utf8 && !utf8.ValidString(v) {
-			return &RowError{Line: rec.Line, Column: i + 1, Message: "is not valid UTF-8 (set the encoding of the file)"}
+	if !r.cellsClean() {
+		for i, v := range rec.Values {
+			if strings.IndexByte(v, 0) >= 0 {
+				return &RowError{Line: rec.Line, Column: i + 1, Message: "contains a NUL byte (binary data?)"}
+			}
+			if r.utf8 && !utf8.ValidString(v) {
+				return &RowError{Line: rec.Line, Column: i + 1, Message: "is not valid UTF-8 (set the encoding of the file)"}
+			}
 		}
 	}
 	n := len(rec.Values)
@@ -375,6 +381,18 @@ func (r *CSVReader) check(rec *Record) *RowError {
 	return nil
 }
 
+// cellsClean reports, in one pass over the record just read, that none of its cells holds a
+// NUL byte or (in a file read as UTF-8) invalid UTF-8, so that they need not be checked one
+// by one. Most records are ASCII throughout. A record of non-ASCII UTF-8 is settled at once
+// only when r.cells holds the delimiters: cells that are invalid UTF-8 on their own can form
+// valid UTF-8 back to back, but not across an ASCII delimiter.
+func (r *CSVReader) cellsClean() bool {
+	if asciiNoNUL(r.cells) {
+		return true
+	}
+	return r.delimited && bytes.IndexByte(r.cells, 0) < 0 && (!r.utf8 || utf8.Valid(r.cells))
+}
+
 // readRecord parses the next record. A recoverable problem comes back as rowErr, with the
 // lines after the record's first line pushed back to be read again; err is io.EOF at the
 // end, or an I/O error.
@@ -386,6 +404,11 @@ func (r *CSVReader) readRecord() (fields []string, start int, rowErr *RowError, 
 	start = l.no
 	if l.tooLong {
 		return nil, start, &RowError{Line: start, Message: fmt.Sprintf("the line is longer than %d bytes", r.max)}, nil
+	}
+	if bytes.IndexByte(l.text, '"') < 0 {
+		// No quote on the line, as on most: the cells are the parts between delimiters.
+		r.cells, r.delimited = l.text, true
+		return r.slab.splitAt(l.text, r.delim), start, nil, nil
 	}
 	r.buf, r.ends, r.cont = r.buf[:0], r.ends[:0], r.cont[:0]
 	text, i := l.text, 0
@@ -465,16 +488,10 @@ func (r *CSVReader) readRecord() (fields []string, start int, rowErr *RowError, 
 	}
 }
 
-// split turns the record buffer into fields sharing one string.
+// split turns the record buffer into fields, carved from the reader's slab.
 func (r *CSVReader) split() []string {
-	s := string(r.buf)
-	fields := make([]string, len(r.ends))
-	prev := 0
-	for i, end := range r.ends {
-		fields[i] = s[prev:end]
-		prev = end
-	}
-	return fields
+	r.cells, r.delimited = r.buf, false
+	return r.slab.split(r.buf, r.ends)
 }
 
 // Close closes the file. It is safe to call twice.

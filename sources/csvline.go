@@ -2,6 +2,7 @@ package sources
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"io"
 	"sync/atomic"
@@ -87,4 +88,24 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// asciiNoNUL reports whether b is all ASCII without a NUL byte, eight bytes at a time.
+func asciiNoNUL(b []byte) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for len(b) >= 8 {
+		w := binary.LittleEndian.Uint64(b)
+		// The high bit of a byte is set if the byte is not ASCII, or (the classic
+		// has-zero-byte test) if it is 0.
+		if (w|(w-lo)&^w)&hi != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c == 0 || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
