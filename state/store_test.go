@@ -741,3 +741,42 @@ func TestWriteBackSummaries(t *testing.T) {
 		require.Equal(t, int64(3), sum[0].Done)
 	})
 }
+
+// TestFingerprintLookup checks Lookup against a map, for present and absent e-mails, in
+// buckets of every size (empty, one entry, crowded).
+func TestFingerprintLookup(t *testing.T) {
+	t.Parallel()
+	s := newSQLite(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	want := map[uint64]uint64{}
+	set := state.NewFingerprintSet(3)
+	for i := range 20_000 {
+		e := rng.Uint64()
+		if i%3 == 0 {
+			e &= 0x000f_ffff_ffff_ffff // crowd bucket 0
+		}
+		want[e] = uint64(i)
+		set.Add(state.Fingerprint{Email: e, Payload: uint64(i)})
+	}
+	// The extremes of a bucket.
+	for _, e := range []uint64{0, 1<<52 - 1, 1 << 52, ^uint64(0)} {
+		want[e] = e ^ 7
+		set.Add(state.Fingerprint{Email: e, Payload: e ^ 7})
+	}
+	require.NoError(t, s.SaveFingerprints(ctx, set))
+	loaded, err := s.LoadFingerprints(ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, len(want), loaded.Len())
+	for e, p := range want {
+		got, ok := loaded.Lookup(e)
+		require.True(t, ok, "%x", e)
+		require.Equal(t, p, got)
+		for _, near := range []uint64{e - 1, e + 1, rng.Uint64()} {
+			if _, present := want[near]; !present {
+				_, ok := loaded.Lookup(near)
+				require.False(t, ok, "%x", near)
+			}
+		}
+	}
+}
