@@ -25,30 +25,39 @@ const (
 // contain them, and the service would refuse them.
 // It returns the address and "" when valid, or a message saying what is wrong.
 func normEmail(s string) (string, string) {
+	if plain, upper := plainEmail(s); plain {
+		if upper {
+			s = lower(s)
+		}
+		return s, ""
+	}
 	s = lower(s)
+	return s, checkEmail(s)
+}
+
+// checkEmail checks a lower-cased address one rule at a time and says what is wrong, or
+// returns "".
+func checkEmail(s string) string {
 	if len(s) > maxEmail {
-		return s, "is longer than 254 characters"
+		return "is longer than 254 characters"
 	}
 	at := strings.IndexByte(s, '@')
 	switch {
 	case at < 0:
-		return s, "has no @"
+		return "has no @"
 	case strings.IndexByte(s[at+1:], '@') >= 0:
-		return s, "has more than one @"
+		return "has more than one @"
 	case strings.IndexByte(s, ' ') >= 0:
-		return s, "contains a space"
+		return "contains a space"
 	case at == 0:
-		return s, "has nothing before the @"
+		return "has nothing before the @"
 	case at == len(s)-1:
-		return s, "has no domain after the @"
+		return "has no domain after the @"
 	}
 	if msg := checkLocal(s[:at]); msg != "" {
-		return s, msg
+		return msg
 	}
-	if msg := checkDomain(s[at+1:]); msg != "" {
-		return s, msg
-	}
-	return s, ""
+	return checkDomain(s[at+1:])
 }
 
 func checkLocal(l string) string {
@@ -77,6 +86,91 @@ func checkLocal(l string) string {
 		i += size
 	}
 	return ""
+}
+
+// Byte classes of plain addresses, for plainEmail.
+const (
+	emailLocal  = 1 << iota // ASCII atext: may appear in a local part
+	emailDomain             // a letter, a digit or '-': may appear in a domain label
+	emailUpper              // A-Z
+)
+
+var emailClass = func() (t [256]uint8) {
+	for c := range 256 {
+		b := byte(c)
+		if isAtext(b) {
+			t[c] |= emailLocal
+		}
+		if 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '-' {
+			t[c] |= emailDomain
+		}
+		if 'A' <= b && b <= 'Z' {
+			t[c] |= emailUpper
+		}
+	}
+	return t
+}()
+
+// plainEmail reports, in one pass, whether s is an ASCII address that, lower-cased, passes
+// every check of normEmail, and whether it has upper case to lower. That is the common case,
+// settled without the checks one by one (which run for anything else, and say what is
+// wrong). It never accepts what those checks would refuse.
+func plainEmail(s string) (plain, upper bool) {
+	if len(s) > maxEmail {
+		return false, false
+	}
+	// The local part: atext and single dots, neither at its start nor at its end.
+	i, dot, flags := 0, true, uint8(0)
+	for ; i < len(s); i++ {
+		c := s[i]
+		k := emailClass[c]
+		flags |= k
+		if k&emailLocal != 0 {
+			dot = false
+			continue
+		}
+		if c != '.' || dot {
+			break // the @, or a character checked below
+		}
+		dot = true
+	}
+	if i == 0 || i > maxLocalPart || i >= len(s)-1 || s[i] != '@' || dot {
+		return false, false
+	}
+	// The domain: at least two labels of letters, digits and inner hyphens, each at most 63
+	// bytes; no second @.
+	d := s[i+1:]
+	if len(d) > maxDomain {
+		return false, false
+	}
+	label := 0 // start of the current label
+	for j := 0; j <= len(d); j++ {
+		if j < len(d) && d[j] != '.' {
+			k := emailClass[d[j]]
+			flags |= k
+			if k&emailDomain == 0 {
+				return false, false
+			}
+			continue
+		}
+		if n := j - label; n == 0 || n > maxDomainPart || d[label] == '-' || d[j-1] == '-' {
+			return false, false
+		}
+		if j < len(d) {
+			label = j + 1
+		}
+	}
+	// The top-level domain (the last label): at least two characters, not all digits.
+	tld := d[label:]
+	if label == 0 || len(tld) < 2 {
+		return false, false
+	}
+	for k := 0; k < len(tld); k++ {
+		if tld[k] < '0' || tld[k] > '9' {
+			return true, flags&emailUpper != 0
+		}
+	}
+	return false, false
 }
 
 // isAtext reports whether c is an RFC 5322 atext character.

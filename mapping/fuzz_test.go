@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
 )
@@ -140,6 +142,31 @@ func checkRow(t *testing.T, row Row) {
 
 // FuzzParseSpec feeds arbitrary TOML to ParseSpec: it must never panic, and a spec it accepts
 // must compile or fail with a *SpecError, never anything else.
+// FuzzPlainEmail checks normEmail's one-pass path against its rules one by one: an address
+// plainEmail accepts passes every check, and comes out lower-cased.
+func FuzzPlainEmail(f *testing.F) {
+	for _, s := range []string{"kontakt1@example.com", "Ola.Nordmann@Example.NO", "a@b.no", "a@b.n", "a@b.12",
+		"a@b", ".a@b.no", "a.@b.no", "a..b@c.no", "a@-b.no", "a@b-.no", "a@b..no", "a@.b.no", "a@b.no.",
+		"a@@b.no", "a@b@c.no", "@b.no", "a@", "a b@c.no", "a@b_c.no", "{a}|~@x-1.y2.z3", "a@b.c-d",
+		"a@" + strings.Repeat("b", 63) + ".no", "a@" + strings.Repeat("b", 64) + ".no",
+		strings.Repeat("a", 64) + "@b.no", strings.Repeat("a", 65) + "@b.no",
+		strings.Repeat("a", 64) + "@" + strings.Repeat(strings.Repeat("b", 62)+".", 3) + "no",
+		"ø@bø.no", "a@xn--b-5ga.no", "a@[1.2.3.4]", "a\"b@c.no"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		plain, upper := plainEmail(s)
+		if !plain {
+			return
+		}
+		require.Empty(t, checkEmail(lower(s)), "plainEmail accepts %q", s)
+		require.Equal(t, lower(s) != s, upper, "upper case in %q", s)
+		got, msg := normEmail(s)
+		require.Empty(t, msg)
+		require.Equal(t, lower(s), got)
+	})
+}
+
 func FuzzParseSpec(f *testing.F) {
 	f.Add(fuzzSpec)
 	f.Add(fullSpec)

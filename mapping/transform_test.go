@@ -129,6 +129,22 @@ func TestNormEmail(t *testing.T) {
 	}
 }
 
+// TestPlainEmail: the one-pass path takes the common addresses (FuzzPlainEmail checks that it
+// takes nothing the rules refuse).
+func TestPlainEmail(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"kontakt123@example.com", "Ola.Nordmann@Example.NO", "o'neil+news@mail.example.co.uk",
+		"a@b.no", "x-1@xn--b-5ga.no"} {
+		plain, upper := plainEmail(in)
+		require.True(t, plain, "plainEmail(%q)", in)
+		require.Equal(t, in != strings.ToLower(in), upper, "plainEmail(%q) upper", in)
+	}
+	for _, in := range []string{"åse@bø.no", "ola@example", "ola@10.0.0.1", "ola..n@example.no", "ola@example.n", " a@b.no"} {
+		plain, _ := plainEmail(in)
+		require.False(t, plain, "plainEmail(%q)", in)
+	}
+}
+
 func TestNormPhone(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
