@@ -58,6 +58,7 @@ type op struct {
 	column  string // the column's name in the header
 	kind    kind
 	name    string // subscriber field, consent field or EXTRA slot
+	field   field  // kText: name as a field of sink.Subscriber
 	label   string // custom field label
 	limit   int    // kText, kCustomText
 	choices []string
@@ -194,7 +195,7 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 			e.add(key, "%s", msg)
 			continue
 		}
-		o.col, o.column = idx, header[idx]
+		o.col, o.column, o.field = idx, header[idx], fieldNamed(o.name)
 		m.ops = append(m.ops, o)
 	}
 	for _, col := range spec.Ignore {
@@ -567,7 +568,11 @@ func (m *Mapper) apply(row *Row, o *op, rec sources.Record, raw string) *Reject 
 				return m.tooLong(rec, o, raw, n)
 			}
 		}
-		setField(&row.Sub, o.name, v)
+		if o.field != fieldNone {
+			*o.field.of(&row.Sub) = v
+		} else {
+			setField(&row.Sub, o.name, v)
+		}
 	case kPhone:
 		p, msg := normPhone(v, m.country)
 		if msg != "" {
@@ -728,6 +733,55 @@ func (m *Mapper) putField(row *Row, name, v string) {
 		row.Sub.Fields = make(map[string]string, m.nFields)
 	}
 	row.Sub.Fields[name] = v
+}
+
+// field names a text field of sink.Subscriber, resolved once when a mapping is compiled
+// rather than by name for every value.
+type field uint8
+
+const (
+	fieldNone field = iota
+	fieldFirstname
+	fieldLastname
+	fieldAddress
+	fieldZip
+	fieldCity
+	fieldCompany
+)
+
+func fieldNamed(name string) field {
+	switch name {
+	case sink.FieldFirstname:
+		return fieldFirstname
+	case sink.FieldLastname:
+		return fieldLastname
+	case sink.FieldAddress:
+		return fieldAddress
+	case sink.FieldZip:
+		return fieldZip
+	case sink.FieldCity:
+		return fieldCity
+	case sink.FieldCompany:
+		return fieldCompany
+	}
+	return fieldNone
+}
+
+// of returns the address of the field in s; f must not be fieldNone.
+func (f field) of(s *sink.Subscriber) *string {
+	switch f {
+	case fieldFirstname:
+		return &s.Firstname
+	case fieldLastname:
+		return &s.Lastname
+	case fieldAddress:
+		return &s.Address
+	case fieldZip:
+		return &s.Zip
+	case fieldCity:
+		return &s.City
+	}
+	return &s.Company
 }
 
 func setField(s *sink.Subscriber, name, v string) {
