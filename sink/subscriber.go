@@ -72,7 +72,29 @@ func (s Subscriber) MarshalJSON() ([]byte, error) {
 func (s Subscriber) AppendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	first := true
-	field := func(name, v string) {
+	// key is the field's name as a JSON string with its colon, `"email":`.
+	field := func(key, v string) {
+		if v == "" {
+			return
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, key...)
+		dst = appendString(dst, v)
+	}
+	field(`"`+FieldEmail+`":`, s.Email)
+	field(`"`+FieldFirstname+`":`, s.Firstname)
+	field(`"`+FieldLastname+`":`, s.Lastname)
+	field(`"`+FieldAddress+`":`, s.Address)
+	field(`"`+FieldZip+`":`, s.Zip)
+	field(`"`+FieldCity+`":`, s.City)
+	field(`"`+FieldPhone+`":`, s.Phone)
+	field(`"`+FieldCompany+`":`, s.Company)
+	field(`"`+FieldBirthday+`":`, s.Birthday)
+	field(`"`+FieldGender+`":`, s.Gender)
+	custom := func(name, v string) {
 		if v == "" {
 			return
 		}
@@ -84,21 +106,11 @@ func (s Subscriber) AppendJSON(dst []byte) []byte {
 		dst = append(dst, ':')
 		dst = appendString(dst, v)
 	}
-	field(FieldEmail, s.Email)
-	field(FieldFirstname, s.Firstname)
-	field(FieldLastname, s.Lastname)
-	field(FieldAddress, s.Address)
-	field(FieldZip, s.Zip)
-	field(FieldCity, s.City)
-	field(FieldPhone, s.Phone)
-	field(FieldCompany, s.Company)
-	field(FieldBirthday, s.Birthday)
-	field(FieldGender, s.Gender)
 	switch len(s.Fields) {
 	case 0:
 	case 1:
 		for k, v := range s.Fields {
-			field(k, v)
+			custom(k, v)
 		}
 	default:
 		var buf [16]string
@@ -108,7 +120,7 @@ func (s Subscriber) AppendJSON(dst []byte) []byte {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			field(k, s.Fields[k])
+			custom(k, s.Fields[k])
 		}
 	}
 	if len(s.Tags) > 0 {
@@ -129,17 +141,26 @@ func (s Subscriber) AppendJSON(dst []byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe[b] is true for the bytes a JSON string holds as they are: ASCII from 0x20 up, but
+// the quote and the backslash.
+var jsonSafe = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as encoding/json does.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
+		if jsonSafe[b] {
+			i++
+			continue
+		}
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '"', '\\':
