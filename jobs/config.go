@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -179,6 +180,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.Syncs = slices.Clone(c.Syncs) // the caller's slice is theirs (and may be shared)
 	for i := range c.Syncs {
 		c.Syncs[i].Suppression = cmp.Or(c.Syncs[i].Suppression, SuppressionSkip)
 	}

@@ -121,10 +121,39 @@ type batch struct {
 // outcome is what happened to one row outside of a batch's acknowledgement.
 type outcome struct {
 	ord    int64
-	counts state.Counts
-	reject *state.Reject
-	// For a dry run's plan (pipeline.plan) only: the row's line, e-mail, and the suppressed
-	// status of a suppressed row.
+	kind   outcomeKind
+	reject *state.Reject // outRejected
+	note   *planNote     // dry runs only
+}
+
+// outcomeKind is what happened to a row: what it counts as.
+type outcomeKind uint8
+
+const (
+	outRejected outcomeKind = iota + 1
+	outDuplicate
+	outSuppressed
+	outUnchanged
+)
+
+// counts is what the outcome adds to a run's counts.
+func (o *outcome) counts() state.Counts {
+	switch o.kind {
+	case outRejected:
+		return state.Counts{Rejected: 1}
+	case outDuplicate:
+		return state.Counts{Duplicates: 1}
+	case outSuppressed:
+		return state.Counts{Suppressed: 1}
+	case outUnchanged:
+		return state.Counts{Unchanged: 1}
+	}
+	return state.Counts{}
+}
+
+// planNote is what a dry run's plan says of a row that is not sent: its line, e-mail, and
+// the suppressed status of a suppressed row.
+type planNote struct {
 	line   int
 	email  string
 	status string
@@ -144,8 +173,11 @@ type chunk struct {
 	dups     []bool // the row's e-mail appeared earlier in the run
 	emails   []uint64
 	payloads []uint64
-	outcomes []outcome // in ordinal order
+	outcomes []outcome // in ordinal order once filtered
+	observe  []string  // e-mails of rows done before a restart, for the deduper only
 	skip     []bool    // scratch of filter
+	stored   []uint64  // scratch of filter: the fingerprints stored for the rows' e-mails
+	known    []bool    // scratch of filter: whether one is stored
 	lastRead int64
 	bytes    int64 // source bytes consumed at the end of the chunk
 	err      error // the producer stopped: errInterrupted, a read or lookup failure
@@ -270,7 +302,47 @@ func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 // produce reads the source from startPos into chunks of up to chunkRows rows to send, until
 // the end of the source (the last chunk says eof), a failure or a stop (a last chunk carries
 // the error), or ctx's end (it closes out without either).
+//
+// It is two stages on two goroutines, so that they run on two cores: readMap reads and maps
+// the source; this goroutine dedupes and filters each chunk, in order.
 func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chunk) {
+	defer close(out)
+	mctx, cancel := context.WithCancel(ctx)
+	mapped := make(chan *chunk, 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.readMap(mctx, startPos, mapped)
+	}()
+	defer func() {
+		cancel()
+		for range mapped { // let readMap end: the reader is not shared
+		}
+		<-done
+	}()
+	var keys []string
+	for c := range mapped {
+		if c.err == nil {
+			if err := p.dedupeAndFilter(ctx, c, &keys); err != nil {
+				c = &chunk{err: err}
+			}
+		}
+		last := c.err != nil || c.eof // c is the run's once sent
+		select {
+		case out <- c:
+		case <-ctx.Done():
+			return
+		}
+		if last {
+			return
+		}
+	}
+}
+
+// readMap is the first stage of produce: it reads the source from startPos and maps each
+// row, sending chunks of up to chunkRows rows (or rows seen before a restart, whose e-mails
+// the second stage only observes).
+func (p *pipeline) readMap(ctx context.Context, startPos int64, out chan<- *chunk) {
 	defer close(out)
 	emit := func(c *chunk) bool {
 		select {
@@ -291,7 +363,6 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 		}
 	}
 	c := next(startPos)
-	var keys []string
 	for {
 		select {
 		case <-p.stopping:
@@ -313,25 +384,49 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 			return
 		}
 		if rec.Ordinal <= startPos {
-			// Already done before a restart: only remember its e-mail, so duplicates are
+			// Already done before a restart: only its e-mail is remembered, so duplicates are
 			// still found across the restart.
 			if rowErr == nil {
 				if row, rej := p.mapper.Map(rec); rej == nil {
-					p.dedupe.Observe(row.Sub.Email)
+					c.observe = append(c.observe, row.Sub.Email)
 				}
 			}
-			continue
+		} else {
+			c.lastRead = rec.Ordinal
+			if rowErr != nil {
+				c.reject(p.mapper.RejectRow(rec, rowErr))
+			} else if row, rej := p.mapper.Map(rec); rej != nil {
+				c.reject(*rej)
+			} else {
+				c.rows = append(c.rows, row)
+			}
 		}
-		c.lastRead = rec.Ordinal
-		if rowErr != nil {
-			c.reject(p.mapper.RejectRow(rec, rowErr))
-			continue
+		if len(c.rows)+len(c.observe)+len(c.outcomes) >= chunkRows {
+			c.bytes = p.reader.Progress().Bytes
+			lastRead := c.lastRead // c is the next stage's once sent (and recycled after)
+			if !emit(c) {
+				return
+			}
+			c = next(lastRead)
 		}
-		row, rej := p.mapper.Map(rec)
-		if rej != nil {
-			c.reject(*rej)
-			continue
-		}
+	}
+	c.bytes = p.reader.Progress().Bytes
+	c.eof = true
+	emit(c)
+}
+
+// dedupeAndFilter is the second stage of produce: it finds the chunk's duplicate e-mails by
+// the mapping's policy, then filters the rows (see filter), leaving the outcomes in ordinal
+// order.
+func (p *pipeline) dedupeAndFilter(ctx context.Context, c *chunk, keys *[]string) error {
+	for _, e := range c.observe {
+		p.dedupe.Observe(e)
+	}
+	clear(c.observe)
+	c.observe = c.observe[:0]
+	c.dups = c.dups[:0]
+	n := 0
+	for _, row := range c.rows {
 		before := p.dedupe.Duplicates()
 		send, drej := p.dedupe.Check(row)
 		dup := p.dedupe.Duplicates() > before
@@ -340,49 +435,48 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 				c.reject(*drej)
 				continue
 			}
-			o := outcome{ord: row.Ordinal, counts: state.Counts{Duplicates: 1}}
-			if p.plan {
-				o.line, o.email = row.Line, row.Sub.Email
-			}
-			c.outcomes = append(c.outcomes, o)
+			c.outcomes = append(c.outcomes, p.outcome(&row, outDuplicate, ""))
 			if !send {
 				continue
 			}
 		}
-		c.rows = append(c.rows, row)
+		c.rows[n] = row
 		c.dups = append(c.dups, dup)
-		if len(c.rows) == chunkRows {
-			if err := p.filter(ctx, c, &keys); err != nil {
-				fail(err)
-				return
-			}
-			c.bytes = p.reader.Progress().Bytes
-			if !emit(c) {
-				return
-			}
-			c = next(c.lastRead)
-		}
+		n++
 	}
-	if err := p.filter(ctx, c, &keys); err != nil {
-		fail(err)
-		return
+	clear(c.rows[n:])
+	c.rows = c.rows[:n]
+	if err := p.filter(ctx, c, keys); err != nil {
+		return err
 	}
-	c.bytes = p.reader.Progress().Bytes
-	c.eof = true
-	emit(c)
+	byOrd := func(a, b outcome) int { return cmpInt64(a.ord, b.ord) }
+	if !slices.IsSortedFunc(c.outcomes, byOrd) {
+		slices.SortStableFunc(c.outcomes, byOrd)
+	}
+	return nil
 }
 
 // recycle empties the chunk for reuse, keeping its arrays.
 func (c *chunk) recycle() {
 	clear(c.rows) // drop the strings the rows point at
+	clear(c.outcomes)
 	*c = chunk{rows: c.rows[:0], dups: c.dups[:0], emails: c.emails[:0], payloads: c.payloads[:0],
-		outcomes: c.outcomes[:0], skip: c.skip[:0]}
+		outcomes: c.outcomes[:0], skip: c.skip[:0], observe: c.observe[:0], stored: c.stored[:0], known: c.known[:0]}
 }
 
 func (c *chunk) reject(r mapping.Reject) {
-	c.outcomes = append(c.outcomes, outcome{ord: r.Ordinal, counts: state.Counts{Rejected: 1}, reject: &state.Reject{
+	c.outcomes = append(c.outcomes, outcome{ord: r.Ordinal, kind: outRejected, reject: &state.Reject{
 		Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Column: r.Column, Value: r.Value, Code: r.Code, Reason: r.Message,
 	}})
+}
+
+// outcome returns the outcome of a row; a dry run's also say which row (and status).
+func (p *pipeline) outcome(r *mapping.Row, kind outcomeKind, status string) outcome {
+	o := outcome{ord: r.Ordinal, kind: kind}
+	if p.plan {
+		o.note = &planNote{line: r.Line, email: r.Sub.Email, status: status}
+	}
+	return o
 }
 
 // filter applies the suppression list and the delta fingerprints to the chunk's rows, and
@@ -406,16 +500,14 @@ func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
 	c.emails = slices.Grow(c.emails[:0], len(c.rows))[:len(c.rows)]
 	c.payloads = slices.Grow(c.payloads[:0], len(c.rows))[:len(c.rows)]
 	checkSup := p.sup.Len() > 0
+	seed := state.NewHasher() // the mapping's fingerprint, hashed once for the chunk
+	seed.String(p.mappingFP)
 	for i := range c.rows {
 		r := &c.rows[i]
 		c.emails[i] = state.EmailHash(r.Sub.Email)
 		if checkSup {
 			if st, ok := p.sup.Status(c.emails[i]); ok {
-				o := outcome{ord: r.Ordinal, counts: state.Counts{Suppressed: 1}}
-				if p.plan {
-					o.line, o.email, o.status = r.Line, r.Sub.Email, st
-				}
-				c.outcomes = append(c.outcomes, o)
+				c.outcomes = append(c.outcomes, p.outcome(r, outSuppressed, st))
 				if p.suppressionMode != SuppressionUpdateKeepStatus {
 					skip[i] = true
 					continue
@@ -425,16 +517,15 @@ func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
 				r.Status = st
 			}
 		}
-		c.payloads[i] = payloadHash(p.mappingFP, r, keys)
+		c.payloads[i] = payloadHash(seed, r, keys)
 	}
 	if p.delta && p.fps.Len() > 0 {
-		for i, r := range c.rows {
-			if h, ok := p.fps.Lookup(c.emails[i]); !skip[i] && ok && h == c.payloads[i] {
-				o := outcome{ord: r.Ordinal, counts: state.Counts{Unchanged: 1}}
-				if p.plan {
-					o.line, o.email, o.status = r.Line, r.Sub.Email, r.Status
-				}
-				c.outcomes = append(c.outcomes, o)
+		c.stored = slices.Grow(c.stored[:0], len(c.rows))[:len(c.rows)]
+		c.known = slices.Grow(c.known[:0], len(c.rows))[:len(c.rows)]
+		p.fps.LookupBatch(c.emails, c.stored, c.known)
+		for i := range c.rows {
+			if !skip[i] && c.known[i] && c.stored[i] == c.payloads[i] {
+				c.outcomes = append(c.outcomes, p.outcome(&c.rows[i], outUnchanged, c.rows[i].Status))
 				skip[i] = true
 			}
 		}
@@ -446,8 +537,8 @@ func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
 			n++
 		}
 	}
+	clear(c.rows[n:])
 	c.rows, c.dups, c.emails, c.payloads = c.rows[:n], c.dups[:n], c.emails[:n], c.payloads[:n]
-	slices.SortStableFunc(c.outcomes, func(a, b outcome) int { return cmpInt64(a.ord, b.ord) })
 	return nil
 }
 
@@ -502,11 +593,11 @@ func (p *pipeline) place(ctx context.Context, c *chunk) error {
 	return nil
 }
 
-// payloadHash is the delta fingerprint of a row: the mapping, the statuses and every field
-// the push sends (custom fields in key order). keys is scratch space.
-func payloadHash(mappingFP string, r *mapping.Row, keys *[]string) uint64 {
-	h := state.NewHasher()
-	h.String(mappingFP)
+// payloadHash is the delta fingerprint of a row: the mapping (seed has hashed its
+// fingerprint), the statuses and every field the push sends (custom fields in key order).
+// keys is scratch space.
+func payloadHash(seed state.Hasher, r *mapping.Row, keys *[]string) uint64 {
+	h := seed
 	h.String(r.Status)
 	h.String(r.StatusMobile)
 	s := &r.Sub
@@ -772,7 +863,7 @@ func (p *pipeline) advance(ctx context.Context) {
 	n := 0
 	for n < len(p.outcomes) && p.outcomes[n].ord <= w {
 		o := p.outcomes[n]
-		*d = d.Add(o.counts)
+		*d = d.Add(o.counts())
 		if o.reject != nil {
 			u.cp.Rejects = append(u.cp.Rejects, *o.reject)
 		}

@@ -179,16 +179,17 @@ func planChunk(c *chunk, sheet string, pl *Plan, emit func(PlanRow) error) error
 		var pr PlanRow
 		k := j
 		for k < len(outs) && outs[k].ord == ord {
-			o := outs[k]
-			counts = counts.Add(o.counts)
+			o := &outs[k]
+			counts = counts.Add(o.counts())
 			switch {
 			case o.reject != nil:
 				pr.Line, pr.Sheet, pr.Code, pr.Column, pr.Value, pr.Reason =
 					o.reject.Line, o.reject.Sheet, o.reject.Code, o.reject.Column, o.reject.Value, o.reject.Reason
-			case o.counts.Suppressed > 0:
-				pr.Line, pr.Email, pr.Status = o.line, o.email, o.status
+			case o.note == nil:
+			case o.kind == outSuppressed:
+				pr.Line, pr.Email, pr.Status = o.note.line, o.note.email, o.note.status
 			case pr.Email == "":
-				pr.Line, pr.Email = o.line, o.email
+				pr.Line, pr.Email = o.note.line, o.note.email
 			}
 			k++
 		}

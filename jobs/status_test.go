@@ -153,7 +153,7 @@ func TestStatusLoopEndToEnd(t *testing.T) {
 		b.emu.ResetRequests()
 		id, err = rt.EnqueueSync(ctx, "crm", false)
 		sync := waitRun(t, rt, id, err)
-		require.Equal(t, int64(70), sync.Counts.Suppressed)
+		require.Equal(t, int64(70), sync.Counts.Suppressed, "%+v", sync)
 		require.Equal(t, int64(930), sync.Counts.Sent, "the mapping differs from the import's: the rest is sent again")
 		requireMemberships(t, b, 50, 20)
 

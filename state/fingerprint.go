@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Fingerprint is the last acknowledged payload of one subscriber, as two 8-byte hashes.
@@ -116,6 +117,29 @@ func (f *FingerprintSet) Lookup(email uint64) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// LookupBatch looks up many e-mail hashes at once: for each emails[i] it sets payloads[i]
+// and found[i] as Lookup would (both must be at least as long as emails). It first touches
+// where each entry should be, with no branch on what it reads, so the memory loads of many
+// lookups are in flight together; the lookups then find their entries in the cache. For a
+// large set this is several times faster than one Lookup after the other.
+func (f *FingerprintSet) LookupBatch(emails, payloads []uint64, found []bool) {
+	var sink uint64
+	for _, e := range emails {
+		b := f.loaded[bucketOf(e)]
+		if n := len(b) / fpEntrySize; n > 0 {
+			hi, _ := bits.Mul64(e<<12, uint64(n))
+			sink += uint64(b[int(hi)*fpEntrySize])
+		}
+	}
+	touchSink.Store(sink)
+	for i, e := range emails {
+		payloads[i], found[i] = f.Lookup(e)
+	}
+}
+
+// touchSink keeps LookupBatch's touches from being optimised away.
+var touchSink atomic.Uint64
 
 // Add records the fingerprint of an acknowledged row, to be written by SaveFingerprints.
 // For an e-mail added twice, the later one wins.

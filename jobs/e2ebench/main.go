@@ -12,8 +12,15 @@
 //
 // and prints rows/s for both, their ratio, and the peak RSS (VmHWM) of the subsync process.
 //
+// With -mode delta it measures delta syncs instead: a sync of the generated CSV file into a
+// fresh emulator (every row sent), then, after 1% of the rows changed (their first name), the
+// same sync again in a new process on the same database (only the changed rows sent; the rest
+// skipped by their fingerprints). It prints rows/s, rows sent, unchanged, and the peak RSS of
+// each run, and the second run's time as a share of the first's.
+//
 //	go run ./jobs/e2ebench                      # 1,000,000 rows, csv and xlsx
 //	go run ./jobs/e2ebench -rows 200000 -formats csv
+//	go run ./jobs/e2ebench -mode delta          # 1,000,000 rows, synced twice, 1% changed
 //
 // SUBSYNC_E2EBENCH_LOG=info shows the subsync process's log; SUBSYNC_E2EBENCH_CPUPROFILE=file makes the subsync process write a CPU profile.
 package main
@@ -64,12 +71,15 @@ type childConfig struct {
 	ListID          int64  `json:"list_id"`
 	InFlight        int    `json:"in_flight"`
 	BatchesInFlight int    `json:"batches_in_flight"`
+	// Sync runs a (delta) sync of Path instead of an import.
+	Sync bool `json:"sync,omitempty"`
 }
 
 type childResult struct {
-	Rows    int64   `json:"rows"`
-	Sent    int64   `json:"sent"`
-	Seconds float64 `json:"seconds"` // queued to completed
+	Rows      int64   `json:"rows"`
+	Sent      int64   `json:"sent"`
+	Unchanged int64   `json:"unchanged"`
+	Seconds   float64 `json:"seconds"` // queued to completed
 	// TotalSeconds adds stopping the in-process queue client, as `import --wait` returns.
 	TotalSeconds float64 `json:"total_seconds"`
 	VmHWMkB      int64   `json:"vmhwm_kb"`
@@ -86,8 +96,18 @@ func main() {
 	dir := flag.String("dir", "", "where to keep the generated files (reused when present); default a temporary directory")
 	inFlight := flag.Int("in-flight", 4, "HTTP requests in flight, for both clients")
 	batches := flag.Int("batches-in-flight", 4, "subsync's batches sent and not yet checkpointed (jobs.Config.BatchesInFlight)")
+	mode := flag.String("mode", "import", "import (subsync against the raw limit) or delta (two syncs, 1% changed)")
 	flag.Parse()
-	if err := run(*rows, strings.Split(*formats, ","), *dir, *inFlight, *batches); err != nil {
+	var err error
+	switch *mode {
+	case "import":
+		err = run(*rows, strings.Split(*formats, ","), *dir, *inFlight, *batches)
+	case "delta":
+		err = runDelta(*rows, *dir, *inFlight, *batches)
+	default:
+		err = fmt.Errorf("-mode %q: want import or delta", *mode)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2ebench:", err)
 		os.Exit(1)
 	}
@@ -392,19 +412,28 @@ func child(raw string) int {
 		}
 	}
 	ctx := context.Background()
-	rt, err := jobs.Open(ctx, jobs.Config{
+	cfg := jobs.Config{
 		DataDir: c.DataDir, BatchesInFlight: c.BatchesInFlight, PollInterval: 25 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
 		Sink: sink.Config{BaseURL: c.SinkURL, UserID: benchUser, APIKey: benchKey, RequestsPerSecond: -1,
 			MaxInFlight: c.InFlight},
-	})
+	}
+	if c.Sync {
+		cfg.Syncs = []jobs.SyncSpec{{Name: "bench", ListID: c.ListID, Source: sources.Config{Path: c.Path}}}
+	}
+	rt, err := jobs.Open(ctx, cfg)
 	if err != nil {
 		res.Error = err.Error()
 		return 0
 	}
 	defer rt.Close()
 	start := time.Now()
-	id, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: c.Path, ListID: c.ListID})
+	var id int64
+	if c.Sync {
+		id, err = rt.EnqueueSync(ctx, "bench", false)
+	} else {
+		id, err = rt.EnqueueImport(ctx, jobs.ImportArgs{Path: c.Path, ListID: c.ListID})
+	}
 	if err != nil {
 		res.Error = err.Error()
 		return 0
@@ -419,8 +448,128 @@ func child(raw string) int {
 		res.Error = err.Error()
 		return 0
 	}
-	res.Rows, res.Sent, res.Requests = run.Counts.Read, run.Counts.Sent, run.Counts.Requests
+	res.Rows, res.Sent, res.Unchanged, res.Requests = run.Counts.Read, run.Counts.Sent, run.Counts.Unchanged, run.Counts.Requests
 	return 0
+}
+
+// runDelta syncs a generated CSV file of n contacts twice into one emulator, each run in its
+// own process on the same SQLite database, the second time with 1% of the rows changed.
+func runDelta(n int, dir string, inFlight, batches int) error {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "e2ebench-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	fmt.Printf("e2ebench -mode delta: %d contacts synced twice (1%% changed), %d requests in flight, batches in flight %d\n",
+		n, inFlight, batches)
+	path := filepath.Join(dir, fmt.Sprintf("delta-%d.csv", n))
+	start := time.Now()
+	if err := generate(path, "csv", n); err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	fmt.Printf("generated %s in %s\n", path, time.Since(start).Round(time.Millisecond))
+	emu, base, stop, err := emulator()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	list := emu.CreateList("delta")
+	dataDir, err := os.MkdirTemp(dir, "data-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dataDir)
+	cfg := childConfig{SinkURL: base, DataDir: dataDir, Path: path, ListID: list, InFlight: inFlight,
+		BatchesInFlight: batches, Sync: true}
+
+	first, err := runChild(cfg)
+	if err != nil {
+		return fmt.Errorf("first sync: %w", err)
+	}
+	if first.Sent != int64(n) {
+		return fmt.Errorf("first sync: sent %d rows, want %d", first.Sent, n)
+	}
+	changed, err := changeRows(path, 100)
+	if err != nil {
+		return fmt.Errorf("change rows: %w", err)
+	}
+	second, err := runChild(cfg)
+	if err != nil {
+		return fmt.Errorf("second sync: %w", err)
+	}
+	if second.Sent != int64(changed) || second.Unchanged != int64(n-changed) {
+		return fmt.Errorf("second sync: sent %d and %d unchanged, want %d and %d", second.Sent, second.Unchanged, changed, n-changed)
+	}
+	// Every changed row reached the service.
+	for i := 100; i <= n; i += 100 {
+		s, ok := emu.SubscriberByEmail(contact(i)[0])
+		if !ok || !strings.HasPrefix(s.Fields["firstname"], "Endret") {
+			return fmt.Errorf("second sync: contact %d was not updated", i)
+		}
+	}
+	fmt.Printf("\n%-14s %12s %10s %10s %10s %15s\n", "run", "rows/s", "sent", "unchanged", "seconds", "peak RSS")
+	for _, r := range []struct {
+		name string
+		res  childResult
+	}{{"first sync", first}, {"second sync", second}} {
+		fmt.Printf("%-14s %12.0f %10d %10d %10.2f %12.0f MB\n", r.name, float64(r.res.Rows)/r.res.Seconds,
+			r.res.Sent, r.res.Unchanged, r.res.Seconds, float64(r.res.VmHWMkB)/1024)
+	}
+	fmt.Printf("\nthe second sync took %.0f%% of the first's time (queued to completed)\n", 100*second.Seconds/first.Seconds)
+	return nil
+}
+
+// changeRows gives every step-th contact of the CSV file a new first name; it returns how
+// many rows changed.
+func changeRows(path string, step int) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var out bytes.Buffer
+	out.Grow(len(data) + len(data)/step)
+	changed := 0
+	for i, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if i > 0 && i%step == 0 && len(line) > 0 {
+			cells := strings.Split(string(line), ",")
+			cells[1] = "Endret" + cells[1]
+			line = []byte(strings.Join(cells, ","))
+			changed++
+		}
+		out.Write(line)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out.Bytes(), 0o600); err != nil {
+		return 0, err
+	}
+	return changed, os.Rename(tmp, path)
+}
+
+// runChild runs one subsync child process and returns what it measured.
+func runChild(c childConfig) (childResult, error) {
+	raw, _ := json.Marshal(c)
+	self, err := os.Executable()
+	if err != nil {
+		return childResult{}, err
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return childResult{}, fmt.Errorf("child: %w", err)
+	}
+	var res childResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return childResult{}, fmt.Errorf("child output %q: %w", out, err)
+	}
+	if res.Error != "" {
+		return res, errors.New(res.Error)
+	}
+	return res, nil
 }
 
 // logLevel is the subsync process's log level: SUBSYNC_E2EBENCH_LOG (debug, info, warn), warn by default.
