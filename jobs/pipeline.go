@@ -66,6 +66,7 @@ type pipeline struct {
 	delta           bool // skip rows whose payload is unchanged since the last push
 	suppressionMode string
 	sup             *state.SuppressionSet // re-read by the producer whenever the list changed
+	supChecked      time.Time             // when the suppression list's version was last read
 	fps             *state.FingerprintSet // loaded for a delta run; collects what is acknowledged
 	plan            bool                  // a dry run: outcomes carry the row's line, e-mail and status
 	fpFlush         int
@@ -483,8 +484,9 @@ func (p *pipeline) outcome(r *mapping.Row, kind outcomeKind, status string) outc
 // hashes the survivors' e-mails and payloads.
 //
 // The suppression list is checked for every chunk: its version is read (one primary-key
-// lookup) and the list re-read when a status pull changed it since, so a pull that lands
-// while a long run goes on takes effect from the next chunk. A suppressed row is never sent
+// lookup, at most every suppressionRecheck) and the list re-read when a status pull changed
+// it since, so a pull that lands while a long run goes on takes effect within a tenth of a
+// second. A suppressed row is never sent
 // as active: it is skipped (SuppressionSkip), or sent with its suppressed status
 // (SuppressionUpdateKeepStatus); either way it is counted as suppressed.
 func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
@@ -542,9 +544,16 @@ func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
 	return nil
 }
 
+// suppressionRecheck is how often a run reads the suppression list's version.
+const suppressionRecheck = 100 * time.Millisecond
+
 // refreshSuppressions re-reads the suppression list when its version changed (or on the first
-// call).
+// call). The version is read at most every suppressionRecheck.
 func (p *pipeline) refreshSuppressions(ctx context.Context) error {
+	if p.sup != nil && time.Since(p.supChecked) < suppressionRecheck {
+		return nil
+	}
+	p.supChecked = time.Now()
 	v, err := p.store.SuppressionVersion(ctx)
 	if err != nil {
 		return err

@@ -145,7 +145,8 @@ var touchSink atomic.Uint64
 // For an e-mail added twice, the later one wins.
 func (f *FingerprintSet) Add(fp Fingerprint) { f.pending = append(f.pending, fp) }
 
-// LoadFingerprints reads the stored fingerprints of a list.
+// LoadFingerprints reads the stored fingerprints of a list: its buckets, with the recent
+// changes (see SaveFingerprints) merged in.
 func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*FingerprintSet, error) {
 	f := NewFingerprintSet(listID)
 	rows, err := s.db.QueryContext(ctx, "SELECT bucket, data FROM subsync_fingerprint WHERE list_id = $1", listID)
@@ -163,61 +164,169 @@ func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*Fingerprin
 			return nil, fmt.Errorf("load fingerprints of list %d: bucket %d is malformed", listID, bucket)
 		}
 		f.loaded[bucket] = data
-		f.n += len(data) / fpEntrySize
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
 	}
+	recent, err := recentFingerprints(ctx, s.db, listID)
+	if err != nil {
+		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
+	}
+	recent = radixSort(recent)
+	var merged []byte
+	for start := 0; start < len(recent); {
+		bucket, end := bucketOf(recent[start].Email), start+1
+		for end < len(recent) && bucketOf(recent[end].Email) == bucket {
+			end++
+		}
+		merged = mergeBucket(merged[:0], f.loaded[bucket], recent[start:end])
+		f.loaded[bucket] = slices.Clone(merged)
+		start = end
+	}
+	for _, b := range f.loaded {
+		f.n += len(b) / fpEntrySize
+	}
 	return f, nil
 }
 
-// SaveFingerprints merges the set's pending fingerprints into the stored ones (re-reading
-// each bucket it changes, so a concurrent run's entries are kept) in one transaction, and
-// clears them. It is not fenced by a lease: a fingerprint states what the service holds,
-// whoever sent it. A fingerprint lost (a crash before the save) only makes the next sync
-// send that row again.
+// querier is what recentFingerprints reads with: a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// recentFingerprints reads the recent changes of a list's fingerprints.
+func recentFingerprints(ctx context.Context, q querier, listID int64) ([]Fingerprint, error) {
+	rows, err := q.QueryContext(ctx, "SELECT email, payload FROM subsync_fingerprint_recent WHERE list_id = $1", listID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Fingerprint
+	for rows.Next() {
+		var e, p int64
+		if err := rows.Scan(&e, &p); err != nil {
+			return nil, err
+		}
+		out = append(out, Fingerprint{Email: uint64(e), Payload: uint64(p)})
+	}
+	return out, rows.Err()
+}
+
+// recentMin is how many recent changes of a list's fingerprints are kept beside its buckets
+// at least; the limit grows with the list (recentShare of its fingerprints).
+const (
+	recentMin   = 20_000
+	recentShare = 16
+)
+
+// SaveFingerprints merges the set's pending fingerprints into the stored ones in one
+// transaction, and clears them.
+//
+// A few changes (a sync where 1% of the rows changed) are written as rows of their own, the
+// list's recent changes, which LoadFingerprints merges into the buckets: writing them costs
+// what they are, where rewriting the buckets they fall in would rewrite nearly all of them.
+// Once the recent changes would exceed max(recentMin, fingerprints/recentShare), they are
+// merged into the buckets (re-reading each bucket, so a concurrent run's entries are kept)
+// and cleared.
+//
+// It is not fenced by a lease: a fingerprint states what the service holds, whoever sent
+// it. A fingerprint lost (a crash before the save) only makes the next sync send that row
+// again.
 func (s *Store) SaveFingerprints(ctx context.Context, f *FingerprintSet) error {
 	if len(f.pending) == 0 {
 		return nil
 	}
-	// Group by bucket, in key order; stable, so that the later of two entries for an e-mail
-	// comes last.
+	// In key order; stable, so that the later of two entries for an e-mail comes last.
 	f.pending = radixSort(f.pending)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		get, err := tx.PrepareContext(ctx, "SELECT data FROM subsync_fingerprint WHERE list_id = $1 AND bucket = $2")
-		if err != nil {
+		var recent int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_fingerprint_recent WHERE list_id = $1",
+			f.listID).Scan(&recent); err != nil {
 			return err
 		}
-		defer get.Close()
-		put, err := tx.PrepareContext(ctx, `INSERT INTO subsync_fingerprint (list_id, bucket, data) VALUES ($1, $2, $3)
-ON CONFLICT (list_id, bucket) DO UPDATE SET data = excluded.data`)
-		if err != nil {
+		if recent+len(f.pending) <= max(recentMin, f.n/recentShare) {
+			return s.saveRecent(ctx, tx, f.listID, f.pending)
+		}
+		changes := f.pending
+		if recent > 0 {
+			old, err := recentFingerprints(ctx, tx, f.listID)
+			if err != nil {
+				return err
+			}
+			changes = radixSort(append(old, f.pending...)) // the pending ones are newer: last
+		}
+		if err := saveBuckets(ctx, tx, f.listID, changes); err != nil {
 			return err
 		}
-		defer put.Close()
-		var merged []byte
-		for start := 0; start < len(f.pending); {
-			bucket := bucketOf(f.pending[start].Email)
-			end := start + 1
-			for end < len(f.pending) && bucketOf(f.pending[end].Email) == bucket {
-				end++
-			}
-			var stored []byte
-			if err := get.QueryRowContext(ctx, f.listID, bucket).Scan(&stored); err != nil && err != sql.ErrNoRows {
-				return err
-			}
-			merged = mergeBucket(merged[:0], stored, f.pending[start:end])
-			if _, err := put.ExecContext(ctx, f.listID, bucket, merged); err != nil {
-				return err
-			}
-			start = end
-		}
-		return nil
+		_, err := tx.ExecContext(ctx, "DELETE FROM subsync_fingerprint_recent WHERE list_id = $1", f.listID)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("save fingerprints of list %d: %w", f.listID, err)
 	}
 	f.pending = f.pending[:0]
+	return nil
+}
+
+// saveRecent upserts sorted fingerprints (later duplicates winning) into the recent changes.
+func (s *Store) saveRecent(ctx context.Context, tx *sql.Tx, listID int64, fps []Fingerprint) error {
+	const cols = 3
+	maxRows := s.d.bulkRows()
+	args := make([]any, 0, maxRows*cols)
+	for len(fps) > 0 {
+		args = args[:0]
+		n := 0
+		for n < len(fps) && len(args) < maxRows*cols {
+			if n+1 < len(fps) && fps[n+1].Email == fps[n].Email {
+				n++ // a later entry for the same e-mail wins (one statement must not name it twice)
+				continue
+			}
+			args = append(args, listID, int64(fps[n].Email), int64(fps[n].Payload))
+			n++
+		}
+		var b strings.Builder
+		b.WriteString("INSERT INTO subsync_fingerprint_recent (list_id, email, payload) VALUES ")
+		s.d.placeholders(&b, len(args)/cols, cols, 1)
+		b.WriteString(" ON CONFLICT (list_id, email) DO UPDATE SET payload = excluded.payload")
+		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+			return err
+		}
+		fps = fps[n:]
+	}
+	return nil
+}
+
+// saveBuckets merges sorted fingerprints (later duplicates winning) into the buckets they
+// fall in.
+func saveBuckets(ctx context.Context, tx *sql.Tx, listID int64, fps []Fingerprint) error {
+	get, err := tx.PrepareContext(ctx, "SELECT data FROM subsync_fingerprint WHERE list_id = $1 AND bucket = $2")
+	if err != nil {
+		return err
+	}
+	defer get.Close()
+	put, err := tx.PrepareContext(ctx, `INSERT INTO subsync_fingerprint (list_id, bucket, data) VALUES ($1, $2, $3)
+ON CONFLICT (list_id, bucket) DO UPDATE SET data = excluded.data`)
+	if err != nil {
+		return err
+	}
+	defer put.Close()
+	var merged []byte
+	for start := 0; start < len(fps); {
+		bucket := bucketOf(fps[start].Email)
+		end := start + 1
+		for end < len(fps) && bucketOf(fps[end].Email) == bucket {
+			end++
+		}
+		var stored []byte
+		if err := get.QueryRowContext(ctx, listID, bucket).Scan(&stored); err != nil && err != sql.ErrNoRows {
+			return err
+		}
+		merged = mergeBucket(merged[:0], stored, fps[start:end])
+		if _, err := put.ExecContext(ctx, listID, bucket, merged); err != nil {
+			return err
+		}
+		start = end
+	}
 	return nil
 }
 
@@ -277,8 +386,8 @@ func mergeBucket(dst, stored []byte, add []Fingerprint) []byte {
 // HasFingerprints reports whether any fingerprint is recorded for the list.
 func (s *Store) HasFingerprints(ctx context.Context, listID int64) (bool, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx,
-		"SELECT COUNT(*) FROM (SELECT 1 FROM subsync_fingerprint WHERE list_id = $1 LIMIT 1) AS t", listID).Scan(&n)
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM subsync_fingerprint WHERE list_id = $1
+UNION ALL SELECT 1 FROM subsync_fingerprint_recent WHERE list_id = $1 LIMIT 1) AS t`, listID).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("check fingerprints of list %d: %w", listID, err)
 	}
@@ -287,8 +396,12 @@ func (s *Store) HasFingerprints(ctx context.Context, listID int64) (bool, error)
 
 // ForgetFingerprints deletes the fingerprints of a list, so the next sync sends every row.
 func (s *Store) ForgetFingerprints(ctx context.Context, listID int64) error {
-	if _, err := s.db.ExecContext(ctx, "DELETE FROM subsync_fingerprint WHERE list_id = $1", listID); err != nil {
-		return fmt.Errorf("forget fingerprints of list %d: %w", listID, err)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, table := range []string{"subsync_fingerprint", "subsync_fingerprint_recent"} {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE list_id = $1", listID); err != nil {
+				return fmt.Errorf("forget fingerprints of list %d: %w", listID, err)
+			}
+		}
+		return nil
+	})
 }

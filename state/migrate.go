@@ -250,6 +250,24 @@ CREATE TABLE subsync_counter (
 INSERT INTO subsync_counter (name, value) VALUES ('suppression', 0);
 CREATE INDEX subsync_status_change_time ON subsync_status_change (changed_at, id)`,
 	},
+	{
+		version: 3,
+		name:    "recent fingerprint changes beside the buckets",
+		sqlite: `
+CREATE TABLE subsync_fingerprint_recent (
+    list_id INTEGER NOT NULL,
+    email   INTEGER NOT NULL,
+    payload INTEGER NOT NULL,
+    PRIMARY KEY (list_id, email)
+) WITHOUT ROWID`,
+		postgres: `
+CREATE TABLE subsync_fingerprint_recent (
+    list_id BIGINT NOT NULL,
+    email   BIGINT NOT NULL,
+    payload BIGINT NOT NULL,
+    PRIMARY KEY (list_id, email)
+)`,
+	},
 }
 
 // migrationLockKey is the Postgres advisory lock that serialises concurrent migrators.

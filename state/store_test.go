@@ -790,3 +790,64 @@ func TestFingerprintLookup(t *testing.T) {
 		}
 	}
 }
+
+// TestFingerprintRecentChanges: a few changes are kept beside the buckets and merged in on
+// load; once they grow past the limit they are merged into the buckets.
+func TestFingerprintRecentChanges(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		recentRows := func() int {
+			var n int
+			require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_fingerprint_recent").Scan(&n))
+			return n
+		}
+		email := func(i int) uint64 { return state.EmailHash(fmt.Sprintf("p%d@example.com", i)) }
+		set := state.NewFingerprintSet(5)
+		for i := range 30_000 {
+			set.Add(state.Fingerprint{Email: email(i), Payload: 1})
+		}
+		require.NoError(t, s.SaveFingerprints(ctx, set))
+		require.Zero(t, recentRows(), "a first save of many goes to the buckets")
+
+		for round := 2; round <= 5; round++ {
+			set, err := s.LoadFingerprints(ctx, 5)
+			require.NoError(t, err)
+			require.Equal(t, min(30_000+round-2, 30_001), set.Len())
+			// 6,000 rows change: kept as recent changes until they pass 20,000.
+			for i := range 6_000 {
+				set.Add(state.Fingerprint{Email: email(i*5 + round - 1), Payload: uint64(round)})
+			}
+			set.Add(state.Fingerprint{Email: email(99_999), Payload: uint64(round)}) // a new one
+			set.Add(state.Fingerprint{Email: email(99_999), Payload: uint64(round) + 100})
+			require.NoError(t, s.SaveFingerprints(ctx, set))
+			if round < 5 {
+				require.Equal(t, 6001*(round-1)-(round-2), recentRows())
+			} else {
+				require.Zero(t, recentRows(), "merged into the buckets")
+			}
+			loaded, err := s.LoadFingerprints(ctx, 5)
+			require.NoError(t, err)
+			require.Equal(t, 30_001, loaded.Len())
+			for i := range 6_000 {
+				p, ok := loaded.Lookup(email(i*5 + round - 1))
+				require.True(t, ok)
+				require.Equal(t, uint64(round), p)
+			}
+			p, ok := loaded.Lookup(email(99_999))
+			require.True(t, ok)
+			require.Equal(t, uint64(round)+100, p, "the later of two wins")
+			p, ok = loaded.Lookup(email(29_995)) // no round changes a multiple of 5
+			require.True(t, ok)
+			require.Equal(t, uint64(1), p, "untouched")
+		}
+		has, err := s.HasFingerprints(ctx, 5)
+		require.NoError(t, err)
+		require.True(t, has)
+		require.NoError(t, s.ForgetFingerprints(ctx, 5))
+		has, err = s.HasFingerprints(ctx, 5)
+		require.NoError(t, err)
+		require.False(t, has)
+	})
+}

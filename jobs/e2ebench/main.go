@@ -45,6 +45,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/xuri/excelize/v2"
@@ -83,6 +84,9 @@ type childResult struct {
 	// TotalSeconds adds stopping the in-process queue client, as `import --wait` returns.
 	TotalSeconds float64 `json:"total_seconds"`
 	VmHWMkB      int64   `json:"vmhwm_kb"`
+	// CPUSeconds is the CPU time (user and system) of the process from queueing to the run's
+	// completion: a measure of the work that does not depend on what else the machine runs.
+	CPUSeconds float64 `json:"cpu_seconds"`
 	Error        string  `json:"error,omitempty"`
 	Requests     int64   `json:"requests"`
 }
@@ -427,7 +431,7 @@ func child(raw string) int {
 		return 0
 	}
 	defer rt.Close()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuSeconds()
 	var id int64
 	if c.Sync {
 		id, err = rt.EnqueueSync(ctx, "bench", false)
@@ -441,6 +445,7 @@ func child(raw string) int {
 	run, err := rt.Wait(ctx, id, func(p jobs.Progress) {
 		if p.State == "completed" && res.Seconds == 0 {
 			res.Seconds = time.Since(start).Seconds()
+			res.CPUSeconds = cpuSeconds() - cpu0
 		}
 	})
 	res.TotalSeconds = time.Since(start).Seconds()
@@ -510,13 +515,13 @@ func runDelta(n int, dir string, inFlight, batches int) error {
 			return fmt.Errorf("second sync: contact %d was not updated", i)
 		}
 	}
-	fmt.Printf("\n%-14s %12s %10s %10s %10s %15s\n", "run", "rows/s", "sent", "unchanged", "seconds", "peak RSS")
+	fmt.Printf("\n%-14s %12s %10s %10s %10s %12s %15s\n", "run", "rows/s", "sent", "unchanged", "seconds", "CPU seconds", "peak RSS")
 	for _, r := range []struct {
 		name string
 		res  childResult
 	}{{"first sync", first}, {"second sync", second}} {
-		fmt.Printf("%-14s %12.0f %10d %10d %10.2f %12.0f MB\n", r.name, float64(r.res.Rows)/r.res.Seconds,
-			r.res.Sent, r.res.Unchanged, r.res.Seconds, float64(r.res.VmHWMkB)/1024)
+		fmt.Printf("%-14s %12.0f %10d %10d %10.2f %12.2f %12.0f MB\n", r.name, float64(r.res.Rows)/r.res.Seconds,
+			r.res.Sent, r.res.Unchanged, r.res.Seconds, r.res.CPUSeconds, float64(r.res.VmHWMkB)/1024)
 	}
 	fmt.Printf("\nthe second sync took %.0f%% of the first's time (queued to completed)\n", 100*second.Seconds/first.Seconds)
 	return nil
@@ -579,6 +584,15 @@ func logLevel() slog.Level {
 		return slog.LevelWarn
 	}
 	return l
+}
+
+// cpuSeconds is the CPU time (user and system) this process used so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // vmHWM is the peak resident set size of this process in kB (Linux).
