@@ -87,8 +87,8 @@ type childResult struct {
 	// CPUSeconds is the CPU time (user and system) of the process from queueing to the run's
 	// completion: a measure of the work that does not depend on what else the machine runs.
 	CPUSeconds float64 `json:"cpu_seconds"`
-	Error        string  `json:"error,omitempty"`
-	Requests     int64   `json:"requests"`
+	Error      string  `json:"error,omitempty"`
+	Requests   int64   `json:"requests"`
 }
 
 func main() {
