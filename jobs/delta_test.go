@@ -213,3 +213,51 @@ a@example.com,A2,active,ja
 		require.False(t, slices.ContainsFunc(rowsOf, func(r jobs.PlanRow) bool { return r.Action == jobs.PlanRejected }))
 	})
 }
+
+// TestDeltaSourceValues: a row is unchanged when its payload is, whatever else changed in the
+// source (an ignored column, white space the mapping trims); duplicates count the same
+// whether a row is found unchanged from its source values or from its payload.
+func TestDeltaSourceValues(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend)
+		path := t.TempDir() + "/crm.csv"
+		write := func(body string) { require.NoError(t, os.WriteFile(path, []byte(body), 0o600)) }
+		write("E-post,Fornavn,Sist innlogget\na@example.com,Ada,1\nb@example.com,Bob,1\na@example.com,Ada,1\nc@example.com,Cy,1\n")
+		spec := &mapping.Spec{Columns: map[string]mapping.Column{"E-post": {To: "email"}, "Fornavn": {To: "firstname"},
+			"Sist innlogget": {To: mapping.TargetIgnore}}}
+		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path}, Mapping: spec}}
+		rt := b.open(t)
+		syncNow := func() state.Run {
+			t.Helper()
+			id, err := rt.EnqueueSync(ctx, "crm", false)
+			return waitRun(t, rt, id, err)
+		}
+		require.Equal(t, state.Counts{Read: 4, Sent: 4, Duplicates: 1, Batches: 2, Requests: 2}, syncNow().Counts)
+		// The later row for a@ is sent every time, so that it wins over the earlier one.
+		unchanged := state.Counts{Read: 4, Unchanged: 3, Duplicates: 1, Sent: 1, Batches: 1, Requests: 1}
+		require.Equal(t, unchanged, syncNow().Counts)
+
+		// Everybody logged in again (an ignored column), and Bob's name gained white space.
+		write("E-post,Fornavn,Sist innlogget\na@example.com,Ada,2\nb@example.com,  Bob ,2\na@example.com,Ada,2\nc@example.com,Cy,2\n")
+		require.Equal(t, unchanged, syncNow().Counts)
+		require.Equal(t, unchanged, syncNow().Counts)
+
+		// A real change is sent; the later row for an e-mail wins over an earlier one.
+		write("E-post,Fornavn,Sist innlogget\na@example.com,Ada Lovelace,2\nb@example.com,Bobby,2\na@example.com,Ada,2\nc@example.com,Cy,2\n")
+		got := syncNow().Counts
+		require.Equal(t, int64(3), got.Sent, "%+v", got)
+		require.Equal(t, int64(1), got.Unchanged)
+		a, _ := b.emu.SubscriberByEmail("a@example.com")
+		require.Equal(t, "Ada", a.Fields["firstname"], "the later row wins")
+		write("E-post,Fornavn,Sist innlogget\na@example.com,Ada,2\nb@example.com,Bobby,2\na@example.com,Ada Lovelace,2\nc@example.com,Cy,2\n")
+		got = syncNow().Counts
+		require.Equal(t, unchanged, got, "the earlier row is what was stored: only the later one goes")
+		a, _ = b.emu.SubscriberByEmail("a@example.com")
+		require.Equal(t, "Ada Lovelace", a.Fields["firstname"])
+		bob, _ := b.emu.SubscriberByEmail("b@example.com")
+		require.Equal(t, "Bobby", bob.Fields["firstname"])
+	})
+}

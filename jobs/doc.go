@@ -12,6 +12,17 @@
 //     options keep at most one queued or running job per sync name, and one status pull.
 //     Schedules are River periodic jobs inserted by the elected leader only, so a fleet on one
 //     Postgres runs each tick once.
+//   - Delta: after each acknowledged batch, the fingerprint of every row is stored per (list,
+//     e-mail): a hash of its payload and status, and a hash of the source values it was
+//     mapped from (with the mapping's fingerprint). A sync (not an import, not --full) skips
+//     rows whose payload is what was last acknowledged, counting them unchanged; a row whose
+//     source values hash as stored is found unchanged without being mapped. A changed
+//     mapping changes every fingerprint. A later row for an e-mail seen earlier in the run is
+//     always sent, so it wins.
+//   - Suppression: every chunk of rows is checked against the suppression list (re-read when
+//     a status pull changed it). A suppressed row is never sent as active: it is skipped
+//     (skip) or sent with its suppressed status (update-keep-status), and counted as
+//     suppressed either way. PlanSync and PlanImport are dry runs of the same pipeline.
 //   - A run streams source → mapping → dedupe → suppression and delta filters → batches of
 //     at most 1000 (one per status group) → bulkinsert, with up to Config.BatchesInFlight
 //     batches sent and not yet checkpointed. After each acknowledged batch the checkpoint
@@ -37,5 +48,6 @@
 //   - Wait follows a job's run and, when no worker runs in this process, works it in-process.
 //
 // `go run ./jobs/e2ebench` measures an import of a million generated contacts (CSV and XLSX)
-// against the emulator's raw limit, and the worker's peak memory.
+// against the emulator's raw limit, and the worker's peak memory; `-mode delta` measures a
+// sync of them and a second sync after 1% changed.
 package jobs

@@ -68,6 +68,10 @@ type pipeline struct {
 	sup             *state.SuppressionSet // re-read by the producer whenever the list changed
 	supChecked      time.Time             // when the suppression list's version was last read
 	fps             *state.FingerprintSet // loaded for a delta run; collects what is acknowledged
+	fast            bool                  // a delta run with fingerprints: records are resolved before mapping
+	srcSeed         state.Hasher          // the start of every sourceHash
+	srcCols         []int                 // the mapped columns, hashed by sourceHash
+	emailCol        int                   // the e-mail column
 	plan            bool                  // a dry run: outcomes carry the row's line, e-mail and status
 	fpFlush         int
 	stopping        <-chan struct{}
@@ -111,6 +115,7 @@ type batch struct {
 	lines          []int
 	emails         []uint64
 	payloads       []uint64
+	sources        []uint64
 	minOrd, maxOrd int64
 
 	res       sink.BatchResult
@@ -125,6 +130,9 @@ type outcome struct {
 	kind   outcomeKind
 	reject *state.Reject // outRejected
 	note   *planNote     // dry runs only
+	// refresh is stored with the checkpoint: an unchanged payload whose source values
+	// changed (the next run then finds the row unchanged without mapping it).
+	refresh *state.Fingerprint
 }
 
 // outcomeKind is what happened to a row: what it counts as.
@@ -170,15 +178,21 @@ type commitUnit struct {
 // chunk is a stretch of the source the producer read, mapped and filtered: the rows to
 // send, and the outcomes of the others, all with ordinals in (previous lastRead, lastRead].
 type chunk struct {
+	// cands are the records of a delta run, not yet mapped: those whose source values are
+	// what was last acknowledged are unchanged without mapping (see dedupeAndFilter).
+	cands    []cand
+	candFPs  []state.Fingerprint // scratch: the fingerprints stored for cands
+	candKeys []uint64            // scratch: the cands' e-mail hashes
 	rows     []mapping.Row
-	dups     []bool // the row's e-mail appeared earlier in the run
+	sources  []uint64 // the rows' source hashes (sourceHash)
+	dups     []bool   // the row's e-mail appeared earlier in the run
 	emails   []uint64
 	payloads []uint64
-	outcomes []outcome // in ordinal order once filtered
-	observe  []string  // e-mails of rows done before a restart, for the deduper only
-	skip     []bool    // scratch of filter
-	stored   []uint64  // scratch of filter: the fingerprints stored for the rows' e-mails
-	known    []bool    // scratch of filter: whether one is stored
+	outcomes []outcome           // in ordinal order once filtered
+	observe  []string            // e-mails of rows done before a restart, for the deduper only
+	skip     []bool              // scratch of filter
+	stored   []state.Fingerprint // scratch of filter: the fingerprints stored for the rows' e-mails
+	known    []bool              // scratch of filter: whether one is stored
 	lastRead int64
 	bytes    int64 // source bytes consumed at the end of the chunk
 	err      error // the producer stopped: errInterrupted, a read or lookup failure
@@ -394,15 +408,21 @@ func (p *pipeline) readMap(ctx context.Context, startPos int64, out chan<- *chun
 			}
 		} else {
 			c.lastRead = rec.Ordinal
-			if rowErr != nil {
+			switch {
+			case rowErr != nil:
 				c.reject(p.mapper.RejectRow(rec, rowErr))
-			} else if row, rej := p.mapper.Map(rec); rej != nil {
-				c.reject(*rej)
-			} else {
-				c.rows = append(c.rows, row)
+			case p.fast:
+				c.cands = append(c.cands, cand{rec: rec, src: p.sourceHash(rec), key: state.EmailHash(p.rawEmail(rec))})
+			default:
+				if row, rej := p.mapper.Map(rec); rej != nil {
+					c.reject(*rej)
+				} else {
+					c.rows = append(c.rows, row)
+					c.sources = append(c.sources, p.sourceHash(rec))
+				}
 			}
 		}
-		if len(c.rows)+len(c.observe)+len(c.outcomes) >= chunkRows {
+		if len(c.rows)+len(c.cands)+len(c.observe)+len(c.outcomes) >= chunkRows {
 			c.bytes = p.reader.Progress().Bytes
 			lastRead := c.lastRead // c is the next stage's once sent (and recycled after)
 			if !emit(c) {
@@ -418,7 +438,7 @@ func (p *pipeline) readMap(ctx context.Context, startPos int64, out chan<- *chun
 
 // dedupeAndFilter is the second stage of produce: it finds the chunk's duplicate e-mails by
 // the mapping's policy, then filters the rows (see filter), leaving the outcomes in ordinal
-// order.
+// order. A delta run's records are first resolved (see resolve).
 func (p *pipeline) dedupeAndFilter(ctx context.Context, c *chunk, keys *[]string) error {
 	for _, e := range c.observe {
 		p.dedupe.Observe(e)
@@ -426,27 +446,26 @@ func (p *pipeline) dedupeAndFilter(ctx context.Context, c *chunk, keys *[]string
 	clear(c.observe)
 	c.observe = c.observe[:0]
 	c.dups = c.dups[:0]
-	n := 0
-	for _, row := range c.rows {
-		before := p.dedupe.Duplicates()
-		send, drej := p.dedupe.Check(row)
-		dup := p.dedupe.Duplicates() > before
-		if dup {
-			if drej != nil {
-				c.reject(*drej)
+	if len(c.cands) > 0 {
+		if err := p.resolve(ctx, c); err != nil {
+			return err
+		}
+	} else {
+		n := 0
+		for i, row := range c.rows {
+			send, dup, ok := p.check(c, &row)
+			if !ok {
 				continue
 			}
-			c.outcomes = append(c.outcomes, p.outcome(&row, outDuplicate, ""))
-			if !send {
-				continue
+			if send {
+				c.rows[n], c.sources[n] = row, c.sources[i]
+				c.dups = append(c.dups, dup)
+				n++
 			}
 		}
-		c.rows[n] = row
-		c.dups = append(c.dups, dup)
-		n++
+		clear(c.rows[n:])
+		c.rows, c.sources = c.rows[:n], c.sources[:n]
 	}
-	clear(c.rows[n:])
-	c.rows = c.rows[:n]
 	if err := p.filter(ctx, c, keys); err != nil {
 		return err
 	}
@@ -457,12 +476,121 @@ func (p *pipeline) dedupeAndFilter(ctx context.Context, c *chunk, keys *[]string
 	return nil
 }
 
+// check runs a mapped row past the deduper: send is whether it goes on (to the filter), dup
+// whether its e-mail came before; ok is false for a row the duplicate policy rejected.
+func (p *pipeline) check(c *chunk, row *mapping.Row) (send, dup, ok bool) {
+	before := p.dedupe.Duplicates()
+	send, drej := p.dedupe.Check(*row)
+	dup = p.dedupe.Duplicates() > before
+	if dup {
+		if drej != nil {
+			c.reject(*drej)
+			return false, true, false
+		}
+		c.outcomes = append(c.outcomes, p.outcome(row, outDuplicate, ""))
+	}
+	return send, dup, true
+}
+
+// cand is a record of a delta run, read but not mapped.
+type cand struct {
+	rec sources.Record
+	src uint64 // sourceHash of the record
+	key uint64 // EmailHash of its raw e-mail
+}
+
+// resolve turns a delta run's records into outcomes or mapped rows, in source order.
+//
+// A record whose e-mail has a stored fingerprint with the same source hash maps to the very
+// payload that was last acknowledged (the hash covers the mapping and the values of every
+// mapped column), and that payload is still what the service holds: the record is unchanged,
+// without being mapped, unless its e-mail came earlier in the run (the deduper's verdict
+// then needs the mapped row) or it is suppressed under update-keep-status (it is then sent
+// with its status). Every other record is mapped and goes through the deduper and filter as
+// in any run; filter compares its payload with the stored one.
+//
+// The stored fingerprint's key was the hash of the mapped e-mail, so a hit also says that the
+// raw e-mail, trimmed and lower-cased, is the mapped one: the deduper gets it as it would.
+func (p *pipeline) resolve(ctx context.Context, c *chunk) error {
+	n := len(c.cands)
+	c.candKeys = slices.Grow(c.candKeys[:0], n)[:n]
+	c.candFPs = slices.Grow(c.candFPs[:0], n)[:n]
+	c.known = slices.Grow(c.known[:0], n)[:n]
+	for i := range c.cands {
+		c.candKeys[i] = c.cands[i].key
+	}
+	p.fps.LookupBatch(c.candKeys, c.candFPs, c.known)
+	if err := p.refreshSuppressions(ctx); err != nil {
+		return err
+	}
+	for i := range c.cands {
+		cd := &c.cands[i]
+		if c.known[i] && c.candFPs[i].Source == cd.src {
+			st, suppressed := p.sup.Status(cd.key)
+			if !suppressed || p.suppressionMode != SuppressionUpdateKeepStatus {
+				email := state.NormaliseEmail(p.rawEmail(cd.rec))
+				if !p.dedupe.Observe(email) {
+					o := outcome{ord: cd.rec.Ordinal, kind: outUnchanged}
+					if suppressed {
+						o.kind = outSuppressed
+					}
+					if p.plan {
+						o.note = &planNote{line: cd.rec.Line, email: email, status: st}
+					}
+					c.outcomes = append(c.outcomes, o)
+					continue
+				}
+				// Seen before in this run: the deduper decides on the mapped row. Observe
+				// recorded the e-mail, so check counts it as the duplicate it is.
+			}
+		}
+		row, rej := p.mapper.Map(cd.rec)
+		if rej != nil {
+			c.reject(*rej)
+			continue
+		}
+		send, dup, ok := p.check(c, &row)
+		if ok && send {
+			c.rows = append(c.rows, row)
+			c.sources = append(c.sources, cd.src)
+			c.dups = append(c.dups, dup)
+		}
+	}
+	clear(c.cands) // drop the records
+	c.cands = c.cands[:0]
+	return nil
+}
+
+// sourceHash is the hash of a record's mapped columns (with the mapping's fingerprint and the
+// columns' names): two records with the same hash map to the same payload. Never 0.
+func (p *pipeline) sourceHash(rec sources.Record) uint64 {
+	h := p.srcSeed
+	for _, i := range p.srcCols {
+		if i < len(rec.Values) {
+			h.String(rec.Values[i])
+		} else {
+			h.String("")
+		}
+	}
+	return h.Sum64() | 1
+}
+
+// rawEmail is the record's e-mail cell as read.
+func (p *pipeline) rawEmail(rec sources.Record) string {
+	if p.emailCol < len(rec.Values) {
+		return rec.Values[p.emailCol]
+	}
+	return ""
+}
+
 // recycle empties the chunk for reuse, keeping its arrays.
 func (c *chunk) recycle() {
 	clear(c.rows) // drop the strings the rows point at
 	clear(c.outcomes)
-	*c = chunk{rows: c.rows[:0], dups: c.dups[:0], emails: c.emails[:0], payloads: c.payloads[:0],
-		outcomes: c.outcomes[:0], skip: c.skip[:0], observe: c.observe[:0], stored: c.stored[:0], known: c.known[:0]}
+	clear(c.cands)
+	*c = chunk{rows: c.rows[:0], sources: c.sources[:0], dups: c.dups[:0], emails: c.emails[:0],
+		payloads: c.payloads[:0], outcomes: c.outcomes[:0], skip: c.skip[:0], observe: c.observe[:0],
+		stored: c.stored[:0], known: c.known[:0], cands: c.cands[:0], candFPs: c.candFPs[:0], candKeys: c.candKeys[:0]}
 }
 
 func (c *chunk) reject(r mapping.Reject) {
@@ -515,8 +643,10 @@ func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
 					continue
 				}
 				// Sent through the status form with the status the service holds, so it
-				// stays unsubscribed or bounced while the data is updated.
+				// stays unsubscribed or bounced while the data is updated. (Its source hash
+				// no longer says what is sent: 0 never matches.)
 				r.Status = st
+				c.sources[i] = 0
 			}
 		}
 		c.payloads[i] = payloadHash(seed, r, keys)
@@ -526,8 +656,14 @@ func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
 		c.known = slices.Grow(c.known[:0], len(c.rows))[:len(c.rows)]
 		p.fps.LookupBatch(c.emails, c.stored, c.known)
 		for i := range c.rows {
-			if !skip[i] && c.known[i] && c.stored[i] == c.payloads[i] {
-				c.outcomes = append(c.outcomes, p.outcome(&c.rows[i], outUnchanged, c.rows[i].Status))
+			// A later row for an e-mail (duplicates = last) is sent even when unchanged: it
+			// must win over an earlier row of this run that may have been sent.
+			if !skip[i] && !c.dups[i] && c.known[i] && c.stored[i].Payload == c.payloads[i] {
+				o := p.outcome(&c.rows[i], outUnchanged, c.rows[i].Status)
+				if c.stored[i].Source != c.sources[i] {
+					o.refresh = &state.Fingerprint{Email: c.emails[i], Payload: c.payloads[i], Source: c.sources[i]}
+				}
+				c.outcomes = append(c.outcomes, o)
 				skip[i] = true
 			}
 		}
@@ -535,12 +671,13 @@ func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
 	n := 0
 	for i := range c.rows {
 		if !skip[i] {
-			c.rows[n], c.dups[n], c.emails[n], c.payloads[n] = c.rows[i], c.dups[i], c.emails[i], c.payloads[i]
+			c.rows[n], c.sources[n], c.dups[n], c.emails[n], c.payloads[n] =
+				c.rows[i], c.sources[i], c.dups[i], c.emails[i], c.payloads[i]
 			n++
 		}
 	}
 	clear(c.rows[n:])
-	c.rows, c.dups, c.emails, c.payloads = c.rows[:n], c.dups[:n], c.emails[:n], c.payloads[:n]
+	c.rows, c.sources, c.dups, c.emails, c.payloads = c.rows[:n], c.sources[:n], c.dups[:n], c.emails[:n], c.payloads[:n]
 	return nil
 }
 
@@ -585,7 +722,7 @@ func (p *pipeline) place(ctx context.Context, c *chunk) error {
 	}
 	p.outcomes = append(p.outcomes, c.outcomes...)
 	for i, r := range c.rows {
-		if err := p.add(ctx, r, c.dups[i], c.emails[i], c.payloads[i]); err != nil {
+		if err := p.add(ctx, r, c.dups[i], c.emails[i], c.payloads[i], c.sources[i]); err != nil {
 			return err
 		}
 	}
@@ -644,7 +781,7 @@ func cmpInt64(a, b int64) int {
 }
 
 // add puts one row into the open batch of its status group, sending batches as they fill.
-func (p *pipeline) add(ctx context.Context, r mapping.Row, dup bool, emailHash, payloadHash uint64) error {
+func (p *pipeline) add(ctx context.Context, r mapping.Row, dup bool, emailHash, payloadHash, source uint64) error {
 	key := groupKey{r.Status, r.StatusMobile}
 	if dup {
 		// The same e-mail may be in an open batch (a duplicate under "last"): send that
@@ -667,6 +804,7 @@ func (p *pipeline) add(ctx context.Context, r mapping.Row, dup bool, emailHash, 
 	b.lines = append(b.lines, r.Line)
 	b.emails = append(b.emails, emailHash)
 	b.payloads = append(b.payloads, payloadHash)
+	b.sources = append(b.sources, source)
 	b.maxOrd = r.Ordinal
 	if len(b.rows) == sink.MaxBatchRows {
 		return p.dispatch(ctx, b)
@@ -680,12 +818,13 @@ func (p *pipeline) newBatch(key groupKey, minOrd int64) *batch {
 		b := p.freeBatches[n-1]
 		p.freeBatches = p.freeBatches[:n-1]
 		*b = batch{key: key, minOrd: minOrd, rows: b.rows[:0], ords: b.ords[:0], lines: b.lines[:0],
-			emails: b.emails[:0], payloads: b.payloads[:0]}
+			emails: b.emails[:0], payloads: b.payloads[:0], sources: b.sources[:0]}
 		return b
 	}
 	return &batch{key: key, minOrd: minOrd, rows: make([]sink.Subscriber, 0, sink.MaxBatchRows),
 		ords: make([]int64, 0, sink.MaxBatchRows), lines: make([]int, 0, sink.MaxBatchRows),
-		emails: make([]uint64, 0, sink.MaxBatchRows), payloads: make([]uint64, 0, sink.MaxBatchRows)}
+		emails: make([]uint64, 0, sink.MaxBatchRows), payloads: make([]uint64, 0, sink.MaxBatchRows),
+		sources: make([]uint64, 0, sink.MaxBatchRows)}
 }
 
 // openByAge returns the open batches, oldest first row first.
@@ -865,7 +1004,7 @@ func (p *pipeline) advance(ctx context.Context) {
 		}
 		for i := range b.rows {
 			if !refused[i] {
-				u.fps = append(u.fps, state.Fingerprint{Email: b.emails[i], Payload: b.payloads[i]})
+				u.fps = append(u.fps, state.Fingerprint{Email: b.emails[i], Payload: b.payloads[i], Source: b.sources[i]})
 			}
 		}
 	}
@@ -873,6 +1012,9 @@ func (p *pipeline) advance(ctx context.Context) {
 	for n < len(p.outcomes) && p.outcomes[n].ord <= w {
 		o := p.outcomes[n]
 		*d = d.Add(o.counts())
+		if o.refresh != nil {
+			u.fps = append(u.fps, *o.refresh)
+		}
 		if o.reject != nil {
 			u.cp.Rejects = append(u.cp.Rejects, *o.reject)
 		}
@@ -965,4 +1107,27 @@ func mergeCheckpoints(units []*commitUnit) state.Checkpoint {
 		cp.Rejects = append(cp.Rejects, u.cp.Rejects...)
 	}
 	return cp
+}
+
+// setSourceHash prepares sourceHash for the mapping: the columns it maps (everything but
+// ignored and unplaced ones), their names and the mapping's fingerprint. A delta run with
+// fingerprints resolves records before mapping them (see resolve); it needs the e-mail
+// column.
+func (p *pipeline) setSourceHash(m *mapping.Mapper, header []string) {
+	p.srcSeed = state.NewHasher()
+	p.srcSeed.String("source v1")
+	p.srcSeed.String(m.Fingerprint())
+	p.srcCols, p.emailCol = p.srcCols[:0], -1
+	for i, e := range m.Plan() {
+		if e.Target == "" || e.Target == mapping.TargetIgnore {
+			continue
+		}
+		if e.Target == sink.FieldEmail {
+			p.emailCol = i
+		}
+		p.srcCols = append(p.srcCols, i)
+		p.srcSeed.Uint64(uint64(i))
+		p.srcSeed.String(header[i])
+	}
+	p.fast = p.delta && p.fps.Len() > 0 && p.emailCol >= 0
 }

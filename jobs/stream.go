@@ -113,6 +113,7 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	if p.suppressionMode == "" {
 		p.suppressionMode = SuppressionSkip
 	}
+	p.setSourceHash(m, r.Header())
 	// Loaded now, so that a failure shows before the first row; re-read as it changes.
 	if err := p.refreshSuppressions(ctx); err != nil {
 		return nil, nil, err

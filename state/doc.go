@@ -8,9 +8,10 @@
 //     cursor, and pending write-backs to the source. The suppression list has a version,
 //     bumped in the transaction of every change, so a long run re-reads the list (into a
 //     [SuppressionSet]) only when it changed, and checks every chunk of rows against it;
-//   - delta fingerprints: an 8-byte payload hash per (list, 8-byte e-mail hash), stored as
-//     4096 sorted buckets per list, so a scheduled sync sends only rows whose payload changed
-//     and a million fingerprints load or save in one pass over 16 MB;
+//   - delta fingerprints: an 8-byte payload hash and an 8-byte source-values hash per (list,
+//     8-byte e-mail hash), stored as 4096 sorted buckets per list (plus a few recent changes
+//     as rows of their own), so a scheduled sync sends only rows whose payload changed and a
+//     million fingerprints load or save in one pass over 24 MB;
 //   - staged files: a local file queued on one machine and worked on another, gzip-compressed
 //     in chunks.
 //

@@ -12,19 +12,23 @@ import (
 	"sync/atomic"
 )
 
-// Fingerprint is the last acknowledged payload of one subscriber, as two 8-byte hashes.
+// Fingerprint is the last acknowledged payload of one subscriber, as three 8-byte hashes.
 type Fingerprint struct {
 	Email   uint64 // EmailHash of the e-mail
-	Payload uint64 // PayloadHash of what was sent
+	Payload uint64 // the hash of what was sent (the payload and the status it was sent with)
+	// Source is the hash of the source values the payload was mapped from (the caller's
+	// choice; 0 = none): a row whose source values hash the same maps to the same payload,
+	// so it can be found unchanged without mapping it.
+	Source uint64
 }
 
 // FingerprintBuckets is how many buckets the fingerprints of one list are spread over (by
-// the top bits of the e-mail hash). Each bucket is one row holding a sorted array of 16-byte
-// entries, so a million fingerprints are 4096 rows of about 4 KB: loading or saving them is
-// one pass over 16 MB, not a million index updates.
+// the top bits of the e-mail hash). Each bucket is one row holding a sorted array of 24-byte
+// entries, so a million fingerprints are 4096 rows of about 6 KB: loading or saving them is
+// one pass over 24 MB, not a million index updates.
 const FingerprintBuckets = 4096
 
-const fpEntrySize = 16
+const fpEntrySize = 24
 
 func bucketOf(email uint64) int { return int(email >> 52) } // top 12 bits: 0..4095
 
@@ -89,17 +93,17 @@ func (f *FingerprintSet) Len() int { return f.n }
 // Pending is how many fingerprints were added and not yet saved.
 func (f *FingerprintSet) Pending() int { return len(f.pending) }
 
-// Lookup returns the payload hash stored for an e-mail hash when the set was loaded.
+// Lookup returns the fingerprint stored for an e-mail hash when the set was loaded.
 //
 // A bucket holds the entries whose hashes share their top 12 bits, sorted; the remaining 52
 // bits are uniformly distributed, so the entry sits close to where interpolation puts it
 // (within a few entries, in the same cache lines): Lookup starts there and walks, touching
 // one or two cache lines where a binary search over a cold bucket would miss on every probe.
-func (f *FingerprintSet) Lookup(email uint64) (uint64, bool) {
+func (f *FingerprintSet) Lookup(email uint64) (Fingerprint, bool) {
 	b := f.loaded[bucketOf(email)]
 	n := len(b) / fpEntrySize
 	if n == 0 {
-		return 0, false
+		return Fingerprint{}, false
 	}
 	key := func(i int) uint64 { return binary.LittleEndian.Uint64(b[i*fpEntrySize:]) }
 	hi, _ := bits.Mul64(email<<12, uint64(n)) // (low 52 bits / 2^52) × n
@@ -113,17 +117,18 @@ func (f *FingerprintSet) Lookup(email uint64) (uint64, bool) {
 		}
 	}
 	if i < n && key(i) == email {
-		return binary.LittleEndian.Uint64(b[i*fpEntrySize+8:]), true
+		return Fingerprint{Email: email, Payload: binary.LittleEndian.Uint64(b[i*fpEntrySize+8:]),
+			Source: binary.LittleEndian.Uint64(b[i*fpEntrySize+16:])}, true
 	}
-	return 0, false
+	return Fingerprint{}, false
 }
 
-// LookupBatch looks up many e-mail hashes at once: for each emails[i] it sets payloads[i]
-// and found[i] as Lookup would (both must be at least as long as emails). It first touches
+// LookupBatch looks up many e-mail hashes at once: for each emails[i] it sets fps[i] and
+// found[i] as Lookup would (both must be at least as long as emails). It first touches
 // where each entry should be, with no branch on what it reads, so the memory loads of many
 // lookups are in flight together; the lookups then find their entries in the cache. For a
 // large set this is several times faster than one Lookup after the other.
-func (f *FingerprintSet) LookupBatch(emails, payloads []uint64, found []bool) {
+func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found []bool) {
 	var sink uint64
 	for _, e := range emails {
 		b := f.loaded[bucketOf(e)]
@@ -134,7 +139,7 @@ func (f *FingerprintSet) LookupBatch(emails, payloads []uint64, found []bool) {
 	}
 	touchSink.Store(sink)
 	for i, e := range emails {
-		payloads[i], found[i] = f.Lookup(e)
+		fps[i], found[i] = f.Lookup(e)
 	}
 }
 
@@ -196,18 +201,18 @@ type querier interface {
 
 // recentFingerprints reads the recent changes of a list's fingerprints.
 func recentFingerprints(ctx context.Context, q querier, listID int64) ([]Fingerprint, error) {
-	rows, err := q.QueryContext(ctx, "SELECT email, payload FROM subsync_fingerprint_recent WHERE list_id = $1", listID)
+	rows, err := q.QueryContext(ctx, "SELECT email, payload, source FROM subsync_fingerprint_recent WHERE list_id = $1", listID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []Fingerprint
 	for rows.Next() {
-		var e, p int64
-		if err := rows.Scan(&e, &p); err != nil {
+		var e, p, src int64
+		if err := rows.Scan(&e, &p, &src); err != nil {
 			return nil, err
 		}
-		out = append(out, Fingerprint{Email: uint64(e), Payload: uint64(p)})
+		out = append(out, Fingerprint{Email: uint64(e), Payload: uint64(p), Source: uint64(src)})
 	}
 	return out, rows.Err()
 }
@@ -270,7 +275,7 @@ func (s *Store) SaveFingerprints(ctx context.Context, f *FingerprintSet) error {
 
 // saveRecent upserts sorted fingerprints (later duplicates winning) into the recent changes.
 func (s *Store) saveRecent(ctx context.Context, tx *sql.Tx, listID int64, fps []Fingerprint) error {
-	const cols = 3
+	const cols = 4
 	maxRows := s.d.bulkRows()
 	args := make([]any, 0, maxRows*cols)
 	for len(fps) > 0 {
@@ -281,13 +286,13 @@ func (s *Store) saveRecent(ctx context.Context, tx *sql.Tx, listID int64, fps []
 				n++ // a later entry for the same e-mail wins (one statement must not name it twice)
 				continue
 			}
-			args = append(args, listID, int64(fps[n].Email), int64(fps[n].Payload))
+			args = append(args, listID, int64(fps[n].Email), int64(fps[n].Payload), int64(fps[n].Source))
 			n++
 		}
 		var b strings.Builder
-		b.WriteString("INSERT INTO subsync_fingerprint_recent (list_id, email, payload) VALUES ")
+		b.WriteString("INSERT INTO subsync_fingerprint_recent (list_id, email, payload, source) VALUES ")
 		s.d.placeholders(&b, len(args)/cols, cols, 1)
-		b.WriteString(" ON CONFLICT (list_id, email) DO UPDATE SET payload = excluded.payload")
+		b.WriteString(" ON CONFLICT (list_id, email) DO UPDATE SET payload = excluded.payload, source = excluded.source")
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return err
 		}
@@ -361,9 +366,10 @@ func radixSort(fps []Fingerprint) []Fingerprint {
 // mergeBucket appends to dst the union of stored (sorted entries) and add (sorted by e-mail,
 // later duplicates winning), an added entry replacing a stored one for the same e-mail.
 func mergeBucket(dst, stored []byte, add []Fingerprint) []byte {
-	entry := func(e, p uint64) {
-		dst = binary.LittleEndian.AppendUint64(dst, e)
-		dst = binary.LittleEndian.AppendUint64(dst, p)
+	entry := func(f Fingerprint) {
+		dst = binary.LittleEndian.AppendUint64(dst, f.Email)
+		dst = binary.LittleEndian.AppendUint64(dst, f.Payload)
+		dst = binary.LittleEndian.AppendUint64(dst, f.Source)
 	}
 	i := 0
 	for k := 0; k < len(add); k++ {
@@ -378,7 +384,7 @@ func mergeBucket(dst, stored []byte, add []Fingerprint) []byte {
 		if i+fpEntrySize <= len(stored) && binary.LittleEndian.Uint64(stored[i:]) == a.Email {
 			i += fpEntrySize
 		}
-		entry(a.Email, a.Payload)
+		entry(a)
 	}
 	return append(dst, stored[i:]...)
 }

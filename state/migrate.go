@@ -268,6 +268,18 @@ CREATE TABLE subsync_fingerprint_recent (
     PRIMARY KEY (list_id, email)
 )`,
 	},
+	{
+		version: 4,
+		name:    "fingerprints carry the hash of the source values (24-byte entries; older ones are dropped)",
+		sqlite: `
+DELETE FROM subsync_fingerprint;
+DELETE FROM subsync_fingerprint_recent;
+ALTER TABLE subsync_fingerprint_recent ADD COLUMN source INTEGER NOT NULL DEFAULT 0`,
+		postgres: `
+DELETE FROM subsync_fingerprint;
+DELETE FROM subsync_fingerprint_recent;
+ALTER TABLE subsync_fingerprint_recent ADD COLUMN source BIGINT NOT NULL DEFAULT 0`,
+	},
 }
 
 // migrationLockKey is the Postgres advisory lock that serialises concurrent migrators.

@@ -385,16 +385,16 @@ func TestFingerprints(t *testing.T) {
 		got, err := s.LoadFingerprints(ctx, 7)
 		require.NoError(t, err)
 		require.Equal(t, 20_001, got.Len())
-		p, ok := got.Lookup(emails[0])
+		p, ok := lookup(got, emails[0])
 		require.True(t, ok)
 		require.Equal(t, uint64(4242), p)
-		p, ok = got.Lookup(emails[19_999])
+		p, ok = lookup(got, emails[19_999])
 		require.True(t, ok)
 		require.Equal(t, uint64(19_999), p)
-		p, ok = got.Lookup(1 << 63)
+		p, ok = lookup(got, 1<<63)
 		require.True(t, ok)
 		require.Equal(t, ^uint64(0), p)
-		_, ok = got.Lookup(state.EmailHash("nobody@example.com"))
+		_, ok = lookup(got, state.EmailHash("nobody@example.com"))
 		require.False(t, ok)
 
 		// A later run's save merges into what is stored: changed entries replaced, new ones
@@ -406,11 +406,11 @@ func TestFingerprints(t *testing.T) {
 		again, err := s.LoadFingerprints(ctx, 7)
 		require.NoError(t, err)
 		require.Equal(t, 20_002, again.Len())
-		p, _ = again.Lookup(emails[5])
+		p, _ = lookup(again, emails[5])
 		require.Equal(t, uint64(555), p)
-		p, _ = again.Lookup(emails[6])
+		p, _ = lookup(again, emails[6])
 		require.Equal(t, uint64(6), p)
-		p, _ = got.Lookup(emails[5])
+		p, _ = lookup(got, emails[5])
 		require.Equal(t, uint64(5), p)
 
 		has, err = s.HasFingerprints(ctx, 7)
@@ -603,16 +603,16 @@ func BenchmarkFingerprints(b *testing.B) {
 		load := time.Since(start)
 		start = time.Now()
 		for _, e := range emails {
-			if _, ok := loaded.Lookup(e); !ok {
+			if _, ok := lookup(loaded, e); !ok {
 				b.Fatal("lost a fingerprint")
 			}
 		}
 		lookup := time.Since(start)
 		start = time.Now()
-		payloads, found := make([]uint64, 1000), make([]bool, 1000)
+		fps, found := make([]state.Fingerprint, 1000), make([]bool, 1000)
 		for i := 0; i < n; i += 1000 {
-			loaded.LookupBatch(emails[i:i+1000], payloads, found)
-			if !found[999] || payloads[999] != uint64(i+999) {
+			loaded.LookupBatch(emails[i:i+1000], fps, found)
+			if !found[999] || fps[999].Payload != uint64(i+999) {
 				b.Fatal("lost a fingerprint")
 			}
 		}
@@ -767,12 +767,12 @@ func TestFingerprintLookup(t *testing.T) {
 			e &= 0x000f_ffff_ffff_ffff // crowd bucket 0
 		}
 		want[e] = uint64(i)
-		set.Add(state.Fingerprint{Email: e, Payload: uint64(i)})
+		set.Add(state.Fingerprint{Email: e, Payload: uint64(i), Source: uint64(i) * 3})
 	}
 	// The extremes of a bucket.
 	for _, e := range []uint64{0, 1<<52 - 1, 1 << 52, ^uint64(0)} {
 		want[e] = e ^ 7
-		set.Add(state.Fingerprint{Email: e, Payload: e ^ 7})
+		set.Add(state.Fingerprint{Email: e, Payload: e ^ 7, Source: (e ^ 7) * 3})
 	}
 	require.NoError(t, s.SaveFingerprints(ctx, set))
 	loaded, err := s.LoadFingerprints(ctx, 3)
@@ -781,10 +781,10 @@ func TestFingerprintLookup(t *testing.T) {
 	for e, p := range want {
 		got, ok := loaded.Lookup(e)
 		require.True(t, ok, "%x", e)
-		require.Equal(t, p, got)
+		require.Equal(t, state.Fingerprint{Email: e, Payload: p, Source: p * 3}, got)
 		for _, near := range []uint64{e - 1, e + 1, rng.Uint64()} {
 			if _, present := want[near]; !present {
-				_, ok := loaded.Lookup(near)
+				_, ok := lookup(loaded, near)
 				require.False(t, ok, "%x", near)
 			}
 		}
@@ -817,7 +817,7 @@ func TestFingerprintRecentChanges(t *testing.T) {
 			require.Equal(t, min(30_000+round-2, 30_001), set.Len())
 			// 6,000 rows change: kept as recent changes until they pass 20,000.
 			for i := range 6_000 {
-				set.Add(state.Fingerprint{Email: email(i*5 + round - 1), Payload: uint64(round)})
+				set.Add(state.Fingerprint{Email: email(i*5 + round - 1), Payload: uint64(round), Source: uint64(round) << 32})
 			}
 			set.Add(state.Fingerprint{Email: email(99_999), Payload: uint64(round)}) // a new one
 			set.Add(state.Fingerprint{Email: email(99_999), Payload: uint64(round) + 100})
@@ -831,14 +831,15 @@ func TestFingerprintRecentChanges(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 30_001, loaded.Len())
 			for i := range 6_000 {
-				p, ok := loaded.Lookup(email(i*5 + round - 1))
+				fp, ok := loaded.Lookup(email(i*5 + round - 1))
 				require.True(t, ok)
-				require.Equal(t, uint64(round), p)
+				require.Equal(t, uint64(round), fp.Payload)
+				require.Equal(t, uint64(round)<<32, fp.Source)
 			}
-			p, ok := loaded.Lookup(email(99_999))
+			p, ok := lookup(loaded, email(99_999))
 			require.True(t, ok)
 			require.Equal(t, uint64(round)+100, p, "the later of two wins")
-			p, ok = loaded.Lookup(email(29_995)) // no round changes a multiple of 5
+			p, ok = lookup(loaded, email(29_995)) // no round changes a multiple of 5
 			require.True(t, ok)
 			require.Equal(t, uint64(1), p, "untouched")
 		}
@@ -850,4 +851,10 @@ func TestFingerprintRecentChanges(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, has)
 	})
+}
+
+// lookup returns the payload hash stored for an e-mail hash.
+func lookup(f *state.FingerprintSet, email uint64) (uint64, bool) {
+	fp, ok := f.Lookup(email)
+	return fp.Payload, ok
 }
