@@ -412,7 +412,10 @@ func (p *pipeline) readMap(ctx context.Context, startPos int64, out chan<- *chun
 			case rowErr != nil:
 				c.reject(p.mapper.RejectRow(rec, rowErr))
 			case p.fast:
-				c.cands = append(c.cands, cand{rec: rec, src: p.sourceHash(rec), key: state.EmailHash(p.rawEmail(rec))})
+				email := state.NormaliseEmail(p.rawEmail(rec))
+				h := state.NewHasher() // EmailHash of the normalised e-mail
+				h.String(email)
+				c.cands = append(c.cands, cand{rec: rec, email: email, src: p.sourceHash(rec), key: h.Sum64()})
 			default:
 				if row, rej := p.mapper.Map(rec); rej != nil {
 					c.reject(*rej)
@@ -494,9 +497,10 @@ func (p *pipeline) check(c *chunk, row *mapping.Row) (send, dup, ok bool) {
 
 // cand is a record of a delta run, read but not mapped.
 type cand struct {
-	rec sources.Record
-	src uint64 // sourceHash of the record
-	key uint64 // EmailHash of its raw e-mail
+	rec   sources.Record
+	email string // its raw e-mail, trimmed and lower-cased (state.NormaliseEmail)
+	src   uint64 // sourceHash of the record
+	key   uint64 // EmailHash of the e-mail
 }
 
 // resolve turns a delta run's records into outcomes or mapped rows, in source order.
@@ -528,7 +532,7 @@ func (p *pipeline) resolve(ctx context.Context, c *chunk) error {
 		if c.known[i] && c.candFPs[i].Source == cd.src {
 			st, suppressed := p.sup.Status(cd.key)
 			if !suppressed || p.suppressionMode != SuppressionUpdateKeepStatus {
-				email := state.NormaliseEmail(p.rawEmail(cd.rec))
+				email := cd.email
 				if !p.dedupe.Observe(email) {
 					o := outcome{ord: cd.rec.Ordinal, kind: outUnchanged}
 					if suppressed {
