@@ -251,6 +251,8 @@ func TestWriteBackRetriedAfterSourceDown(t *testing.T) {
 		require.Equal(t, int64(5), st.WriteBacks[0].Pending)
 		require.Equal(t, int64(5), st.WriteBacks[0].Failing)
 		require.NotEmpty(t, st.WriteBacks[0].LastError)
+		require.NotContains(t, st.WriteBacks[0].LastError, password)
+		require.NotContains(t, stateText(t, rt.State().DB()), password)
 		require.Len(t, st.Pending, 5)
 		rt.Close()
 		_, writes := crm.statuses(t)
