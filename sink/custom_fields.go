@@ -65,16 +65,7 @@ func (f *CustomField) UnmarshalJSON(b []byte) error {
 
 // CustomFields fetches all custom fields (GET /custom_fields).
 func (c *Client) CustomFields(ctx context.Context) ([]CustomField, error) {
-	cl := &call{method: http.MethodGet, route: "/custom_fields", path: "/custom_fields"}
-	resp, err := c.do(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
-	var fields []CustomField
-	if err := c.decodeArray(cl, resp, &fields); err != nil {
-		return nil, err
-	}
-	return fields, nil
+	return fetchArray[CustomField](ctx, c, &call{method: http.MethodGet, route: "/custom_fields", path: "/custom_fields"})
 }
 
 // CustomField shows one custom field (GET /custom_fields/{id}).

@@ -3,6 +3,7 @@ package sink
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -234,6 +235,19 @@ func unwrapArray(body []byte) (json.RawMessage, error) {
 		}
 	}
 	return nil, fmt.Errorf("the object holds %d arrays (%s), want one", len(arrays), strings.Join(arrays, ", "))
+}
+
+// fetchArray makes the call and decodes its collection response (see unwrapArray).
+func fetchArray[T any](ctx context.Context, c *Client, cl *call) ([]T, error) {
+	resp, err := c.do(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	if err := c.decodeArray(cl, resp, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // decodeArray decodes a collection response (see unwrapArray) into v, a pointer to a slice.

@@ -42,16 +42,7 @@ func (l *List) UnmarshalJSON(b []byte) error {
 
 // Lists fetches all lists (GET /subscriberlists).
 func (c *Client) Lists(ctx context.Context) ([]List, error) {
-	cl := &call{method: http.MethodGet, route: "/subscriberlists", path: "/subscriberlists"}
-	resp, err := c.do(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
-	var lists []List
-	if err := c.decodeArray(cl, resp, &lists); err != nil {
-		return nil, err
-	}
-	return lists, nil
+	return fetchArray[List](ctx, c, &call{method: http.MethodGet, route: "/subscriberlists", path: "/subscriberlists"})
 }
 
 // List shows one list (GET /subscriberlists/{id}).

@@ -56,12 +56,8 @@ func (c *Client) StatusChanges(ctx context.Context, from, to time.Time) ([]Statu
 		query.Set("to_date", formatTime(to))
 	}
 	cl := &call{method: http.MethodGet, route: "/subscriberstatus", path: "/subscriberstatus", query: query}
-	resp, err := c.do(ctx, cl)
+	entries, err := fetchArray[json.RawMessage](ctx, c, cl)
 	if err != nil {
-		return nil, err
-	}
-	var entries []json.RawMessage
-	if err := c.decodeArray(cl, resp, &entries); err != nil {
 		return nil, err
 	}
 	changes, err := parseStatusChanges(entries)

@@ -226,15 +226,7 @@ func (c *Client) SubscribersByEmail(ctx context.Context, emails []string) ([]Sub
 }
 
 func (c *Client) records(ctx context.Context, cl *call) ([]SubscriberRecord, error) {
-	resp, err := c.do(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
-	var recs []SubscriberRecord
-	if err := c.decodeArray(cl, resp, &recs); err != nil {
-		return nil, err
-	}
-	return recs, nil
+	return fetchArray[SubscriberRecord](ctx, c, cl)
 }
 
 func subscriberPath(id int64) string { return "/subscribers/" + strconv.FormatInt(id, 10) }
