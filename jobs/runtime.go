@@ -276,11 +276,11 @@ func (rt *Runtime) sweepOnce(ctx context.Context) error {
 		if job.AttemptedAt == nil || job.AttemptedAt.After(horizon) {
 			continue
 		}
-		live, err := rt.store.LiveLease(ctx, job.ID)
+		accounted, err := rt.store.Accounted(ctx, job.ID)
 		if err != nil {
 			return err
 		}
-		if live {
+		if accounted {
 			continue
 		}
 		ok, err := rt.db.resetJob(ctx, job.ID, job.Attempt)

@@ -63,11 +63,13 @@ func (rt *Runtime) Wait(ctx context.Context, jobID int64, progress func(Progress
 			}
 			switch run.State {
 			case state.RunCompleted:
-				return run, nil
+				return run, rt.awaitJobSettled(ctx, jobID, t)
 			case state.RunFailed:
-				return run, fmt.Errorf("run %d (job %d): %w: %s", run.ID, jobID, ErrRunFailed, run.Error)
+				return run, errors.Join(fmt.Errorf("run %d (job %d): %w: %s", run.ID, jobID, ErrRunFailed, run.Error),
+					rt.awaitJobSettled(ctx, jobID, t))
 			case state.RunCancelled:
-				return run, fmt.Errorf("run %d (job %d): %w", run.ID, jobID, ErrRunCancelled)
+				return run, errors.Join(fmt.Errorf("run %d (job %d): %w", run.ID, jobID, ErrRunCancelled),
+					rt.awaitJobSettled(ctx, jobID, t))
 			}
 		case errors.Is(err, state.ErrNotFound):
 			if progress != nil {
@@ -94,6 +96,30 @@ func (rt *Runtime) Wait(ctx context.Context, jobID int64, progress func(Progress
 		select {
 		case <-ctx.Done():
 			return run, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// awaitJobSettled waits until River has recorded the end of a job whose run has ended. The
+// run's state is written by the worker before it returns to River, and River records the
+// job's end asynchronously: until then the job still counts as running, so queueing the same
+// sync again right after Wait would be refused as already queued.
+func (rt *Runtime) awaitJobSettled(ctx context.Context, jobID int64, t *time.Ticker) error {
+	for {
+		job, err := rt.q.JobGet(ctx, jobID)
+		if errors.Is(err, rivertype.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read job %d: %w", jobID, err)
+		}
+		if job.State != rivertype.JobStateRunning {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-t.C:
 		}
 	}

@@ -445,11 +445,15 @@ WHERE state = 'running' AND lease_owner <> '' AND lease_until < `+s.d.nowExpr()+
 	return ids, nil
 }
 
-// LiveLease reports whether the run of jobID exists and is held by an unexpired lease.
-func (s *Store) LiveLease(ctx context.Context, jobID int64) (bool, error) {
+// Accounted reports whether the run of jobID is held by an unexpired lease or has already
+// ended. Either way nobody need take the job over: its worker is alive, or the run is done
+// and the queue is about to record the job's end (River completes jobs asynchronously, so a
+// job can still show as running for a moment after its run completed).
+func (s *Store) Accounted(ctx context.Context, jobID int64) (bool, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM subsync_run
-WHERE job_id = $1 AND lease_owner <> '' AND lease_until >= `+s.d.nowExpr(), jobID).Scan(&n)
+WHERE job_id = $1 AND ((lease_owner <> '' AND lease_until >= `+s.d.nowExpr()+`)
+    OR state IN ($2, $3, $4))`, jobID, string(RunCompleted), string(RunFailed), string(RunCancelled)).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("check lease of job %d: %w", jobID, err)
 	}

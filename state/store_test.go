@@ -129,7 +129,7 @@ func TestClaimRun(t *testing.T) {
 		// A second worker cannot take a live lease; the owner can re-claim.
 		_, err = s.ClaimRun(ctx, claim(11, "b", time.Minute))
 		require.ErrorIs(t, err, state.ErrLeaseHeld)
-		live, err := s.LiveLease(ctx, 11)
+		live, err := s.Accounted(ctx, 11)
 		require.NoError(t, err)
 		require.True(t, live)
 		expired, err := s.ExpiredLeases(ctx)
@@ -171,6 +171,11 @@ func TestClaimRun(t *testing.T) {
 		require.False(t, got.FinishedAt.IsZero())
 		_, err = s.ClaimRun(ctx, claim(11, "c", time.Minute))
 		require.ErrorIs(t, err, state.ErrRunFinished)
+		// A finished run holds no lease, yet its job must not be taken over while the queue
+		// has not recorded the job's end.
+		accounted, err := s.Accounted(ctx, 11)
+		require.NoError(t, err)
+		require.True(t, accounted, "a finished run is accounted for")
 
 		_, err = s.Run(ctx, 999_999)
 		require.ErrorIs(t, err, state.ErrNotFound)
@@ -193,7 +198,7 @@ func TestClaimRunAfterLeaseExpiry(t *testing.T) {
 			require.NoError(t, err)
 			return len(ids) == 1 && ids[0] == 5
 		}, 5*time.Second, 5*time.Millisecond)
-		live, err := s.LiveLease(ctx, 5)
+		live, err := s.Accounted(ctx, 5)
 		require.NoError(t, err)
 		require.False(t, live)
 
