@@ -784,53 +784,44 @@ func (f field) of(s *sink.Subscriber) *string {
 	return &s.Company
 }
 
-func setField(s *sink.Subscriber, name, v string) {
+// fieldPtr returns the address of the standard field name in s, or nil for any other name.
+func fieldPtr(s *sink.Subscriber, name string) *string {
 	switch name {
 	case sink.FieldEmail:
-		s.Email = v
+		return &s.Email
 	case sink.FieldFirstname:
-		s.Firstname = v
+		return &s.Firstname
 	case sink.FieldLastname:
-		s.Lastname = v
+		return &s.Lastname
 	case sink.FieldAddress:
-		s.Address = v
+		return &s.Address
 	case sink.FieldZip:
-		s.Zip = v
+		return &s.Zip
 	case sink.FieldCity:
-		s.City = v
+		return &s.City
 	case sink.FieldPhone:
-		s.Phone = v
+		return &s.Phone
 	case sink.FieldCompany:
-		s.Company = v
+		return &s.Company
 	case sink.FieldBirthday:
-		s.Birthday = v
+		return &s.Birthday
 	case sink.FieldGender:
-		s.Gender = v
+		return &s.Gender
+	}
+	return nil
+}
+
+// setField sets the standard field name in s; other names are ignored.
+func setField(s *sink.Subscriber, name, v string) {
+	if p := fieldPtr(s, name); p != nil {
+		*p = v
 	}
 }
 
+// fieldOf returns the standard field name of s, or "" for any other name.
 func fieldOf(s *sink.Subscriber, name string) string {
-	switch name {
-	case sink.FieldEmail:
-		return s.Email
-	case sink.FieldFirstname:
-		return s.Firstname
-	case sink.FieldLastname:
-		return s.Lastname
-	case sink.FieldAddress:
-		return s.Address
-	case sink.FieldZip:
-		return s.Zip
-	case sink.FieldCity:
-		return s.City
-	case sink.FieldPhone:
-		return s.Phone
-	case sink.FieldCompany:
-		return s.Company
-	case sink.FieldBirthday:
-		return s.Birthday
-	case sink.FieldGender:
-		return s.Gender
+	if p := fieldPtr(s, name); p != nil {
+		return *p
 	}
 	return ""
 }
