@@ -3,7 +3,6 @@ package sink
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -108,18 +107,7 @@ func (c *Client) DeleteCustomField(ctx context.Context, id int64) error {
 }
 
 func (c *Client) fieldCall(ctx context.Context, cl *call) (CustomField, error) {
-	resp, err := c.do(ctx, cl)
-	if err != nil {
-		return CustomField{}, err
-	}
-	var f CustomField
-	if err := c.decodeJSON(cl, resp, &f); err != nil {
-		return CustomField{}, err
-	}
-	if f.ID == 0 {
-		return CustomField{}, fmt.Errorf("%s %s: %w", cl.method, cl.path, errors.New("the response holds no custom field id"))
-	}
-	return f, nil
+	return fetchObject(ctx, c, cl, "custom field", func(f CustomField) int64 { return f.ID })
 }
 
 func fieldPath(id int64) string { return "/custom_fields/" + strconv.FormatInt(id, 10) }

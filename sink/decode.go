@@ -250,6 +250,23 @@ func fetchArray[T any](ctx context.Context, c *Client, cl *call) ([]T, error) {
 	return out, nil
 }
 
+// fetchObject makes the call and decodes its response, one resource that must carry an id
+// (what names the resource in the error when it does not).
+func fetchObject[T any](ctx context.Context, c *Client, cl *call, what string, id func(T) int64) (T, error) {
+	var v, zero T
+	resp, err := c.do(ctx, cl)
+	if err != nil {
+		return zero, err
+	}
+	if err := c.decodeJSON(cl, resp, &v); err != nil {
+		return zero, err
+	}
+	if id(v) == 0 {
+		return zero, fmt.Errorf("%s %s: the response holds no %s id", cl.method, cl.path, what)
+	}
+	return v, nil
+}
+
 // decodeArray decodes a collection response (see unwrapArray) into v, a pointer to a slice.
 func (c *Client) decodeArray(cl *call, resp response, v any) error {
 	if !looksJSON(resp.body) {

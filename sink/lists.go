@@ -3,7 +3,6 @@ package sink
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -72,18 +71,7 @@ func (c *Client) DeleteList(ctx context.Context, id int64) error {
 }
 
 func (c *Client) listCall(ctx context.Context, cl *call) (List, error) {
-	resp, err := c.do(ctx, cl)
-	if err != nil {
-		return List{}, err
-	}
-	var l List
-	if err := c.decodeJSON(cl, resp, &l); err != nil {
-		return List{}, err
-	}
-	if l.ID == 0 {
-		return List{}, fmt.Errorf("%s %s: %w", cl.method, cl.path, errors.New("the response holds no list id"))
-	}
-	return l, nil
+	return fetchObject(ctx, c, cl, "list", func(l List) int64 { return l.ID })
 }
 
 // ackCall runs a call whose success answer is an acknowledgement.
