@@ -369,25 +369,10 @@ func subsync(path, dir string, inFlight, batches int) (childResult, error) {
 		return childResult{}, err
 	}
 	defer os.RemoveAll(dataDir)
-	raw, _ := json.Marshal(childConfig{SinkURL: base, DataDir: dataDir, Path: path, ListID: list,
+	res, err := runChild(childConfig{SinkURL: base, DataDir: dataDir, Path: path, ListID: list,
 		InFlight: inFlight, BatchesInFlight: batches})
-	self, err := os.Executable()
 	if err != nil {
-		return childResult{}, err
-	}
-	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return childResult{}, fmt.Errorf("child: %w", err)
-	}
-	var res childResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		return childResult{}, fmt.Errorf("child output %q: %w", out, err)
-	}
-	if res.Error != "" {
-		return res, errors.New(res.Error)
+		return res, err
 	}
 	if got := len(emu.ListSubscribers(list)); int64(got) != res.Sent {
 		return res, fmt.Errorf("emulator holds %d subscribers, the run says %d sent", got, res.Sent)
