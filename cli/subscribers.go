@@ -178,10 +178,7 @@ new subscriber active and leaves an existing one's status as it is.`,
 				if !ok || k == "" {
 					return usagef("--set %q: want FIELD=VALUE, e.g. EXTRA3=gold", kv)
 				}
-				if s.Fields == nil {
-					s.Fields = map[string]string{}
-				}
-				s.Fields[k] = v
+				s.SetField(k, v)
 			}
 			c, err := a.client()
 			if err != nil {

@@ -335,10 +335,9 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 		}
 		<-done
 	}()
-	var keys []string
 	for c := range mapped {
 		if c.err == nil {
-			if err := p.dedupeAndFilter(ctx, c, &keys); err != nil {
+			if err := p.dedupeAndFilter(ctx, c); err != nil {
 				c = &chunk{err: err}
 			}
 		}
@@ -442,7 +441,7 @@ func (p *pipeline) readMap(ctx context.Context, startPos int64, out chan<- *chun
 // dedupeAndFilter is the second stage of produce: it finds the chunk's duplicate e-mails by
 // the mapping's policy, then filters the rows (see filter), leaving the outcomes in ordinal
 // order. A delta run's records are first resolved (see resolve).
-func (p *pipeline) dedupeAndFilter(ctx context.Context, c *chunk, keys *[]string) error {
+func (p *pipeline) dedupeAndFilter(ctx context.Context, c *chunk) error {
 	for _, e := range c.observe {
 		p.dedupe.Observe(e)
 	}
@@ -469,7 +468,7 @@ func (p *pipeline) dedupeAndFilter(ctx context.Context, c *chunk, keys *[]string
 		clear(c.rows[n:])
 		c.rows, c.sources = c.rows[:n], c.sources[:n]
 	}
-	if err := p.filter(ctx, c, keys); err != nil {
+	if err := p.filter(ctx, c); err != nil {
 		return err
 	}
 	byOrd := func(a, b outcome) int { return cmpInt64(a.ord, b.ord) }
@@ -621,7 +620,7 @@ func (p *pipeline) outcome(r *mapping.Row, kind outcomeKind, status string) outc
 // second. A suppressed row is never sent
 // as active: it is skipped (SuppressionSkip), or sent with its suppressed status
 // (SuppressionUpdateKeepStatus); either way it is counted as suppressed.
-func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
+func (p *pipeline) filter(ctx context.Context, c *chunk) error {
 	if len(c.rows) == 0 {
 		return nil
 	}
@@ -653,7 +652,7 @@ func (p *pipeline) filter(ctx context.Context, c *chunk, keys *[]string) error {
 				c.sources[i] = 0
 			}
 		}
-		c.payloads[i] = payloadHash(seed, r, keys)
+		c.payloads[i] = payloadHash(seed, r)
 	}
 	if p.delta && p.fps.Len() > 0 {
 		c.stored = slices.Grow(c.stored[:0], len(c.rows))[:len(c.rows)]
@@ -744,9 +743,8 @@ func (p *pipeline) place(ctx context.Context, c *chunk) error {
 }
 
 // payloadHash is the delta fingerprint of a row: the mapping (seed has hashed its
-// fingerprint), the statuses and every field the push sends (custom fields in key order).
-// keys is scratch space.
-func payloadHash(seed state.Hasher, r *mapping.Row, keys *[]string) uint64 {
+// fingerprint), the statuses and every field the push sends (custom fields in name order).
+func payloadHash(seed state.Hasher, r *mapping.Row) uint64 {
 	h := seed
 	h.String(r.Status)
 	h.String(r.StatusMobile)
@@ -756,16 +754,9 @@ func payloadHash(seed state.Hasher, r *mapping.Row, keys *[]string) uint64 {
 		h.String(v)
 	}
 	h.Uint64(uint64(len(s.Fields)))
-	if len(s.Fields) > 0 {
-		*keys = (*keys)[:0]
-		for k := range s.Fields {
-			*keys = append(*keys, k)
-		}
-		slices.Sort(*keys)
-		for _, k := range *keys {
-			h.String(k)
-			h.String(s.Fields[k])
-		}
+	for _, f := range s.SortedFields() {
+		h.String(f.Name)
+		h.String(f.Value)
 	}
 	h.Uint64(uint64(len(s.Tags)))
 	for _, t := range s.Tags {

@@ -101,8 +101,8 @@ func TestResolveCreatesMissing(t *testing.T) {
 	require.NoError(t, err)
 	row, rej := m.Map(sources.Record{Values: []string{"a@b.no", "7", "Fotball", "hva som helst"}})
 	require.Nil(t, rej)
-	require.Equal(t, "Fotball", row.Sub.Fields[byLabel["Interesser"].Value])
-	require.Equal(t, "hva som helst", row.Sub.Fields[byLabel["Nivå"].Value])
+	require.Equal(t, "Fotball", row.Sub.Field(byLabel["Interesser"].Value))
+	require.Equal(t, "hva som helst", row.Sub.Field(byLabel["Nivå"].Value))
 
 	// A second run finds them all.
 	srv.ResetRequests()

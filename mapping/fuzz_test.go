@@ -59,9 +59,9 @@ func FuzzMap(f *testing.F) {
 		}
 		checkRow(t, row)
 		// Mapping the payload's own values again changes nothing.
-		f := row.Sub.Fields
+		f := row.Sub.Field
 		again, rej := m.Map(sources.Record{Values: []string{row.Sub.Email, row.Sub.Firstname, row.Sub.Phone, row.Sub.Birthday,
-			row.Sub.Gender, f[sink.ConsentEmail], row.Status, strings.Join(row.Sub.Tags, ";"), f["EXTRA1"], f["EXTRA5"], f["EXTRA4"], f["EXTRA3"], f["EXTRA6"]}})
+			row.Sub.Gender, f(sink.ConsentEmail), row.Status, strings.Join(row.Sub.Tags, ";"), f("EXTRA1"), f("EXTRA5"), f("EXTRA4"), f("EXTRA3"), f("EXTRA6")}})
 		if rej != nil {
 			t.Fatalf("mapping a payload's own values: %v; payload %+v", rej, row.Sub)
 		}
@@ -108,7 +108,7 @@ func checkRow(t *testing.T, row Row) {
 	if s.Phone != "" && (s.Phone[0] != '+' || len(s.Phone) > 16 || strings.Trim(s.Phone[1:], "0123456789") != "") {
 		t.Fatalf("phone not E.164: %q", s.Phone)
 	}
-	for _, d := range []string{s.Birthday, s.Fields["EXTRA5"]} {
+	for _, d := range []string{s.Birthday, s.Field("EXTRA5")} {
 		if d == "" {
 			continue
 		}
@@ -122,7 +122,7 @@ func checkRow(t *testing.T, row Row) {
 	if !slices.Contains([]string{"", GenderMale, GenderFemale, GenderOther}, s.Gender) {
 		t.Fatalf("gender not normalised: %q", s.Gender)
 	}
-	if v := s.Fields[sink.ConsentEmail]; v != "" && v != ConsentYes && v != ConsentNo {
+	if v := s.Field(sink.ConsentEmail); v != "" && v != ConsentYes && v != ConsentNo {
 		t.Fatalf("consent not normalised: %q", v)
 	}
 	if !slices.Contains([]string{"", sink.StatusActive, sink.StatusUnsubscribed, sink.StatusBounce}, row.Status) {
@@ -133,9 +133,12 @@ func checkRow(t *testing.T, row Row) {
 			t.Fatalf("bad tag %q", tag)
 		}
 	}
-	for k, v := range s.Fields {
-		if v == "" {
-			t.Fatalf("empty value sent for %s", k)
+	for i, f := range s.Fields {
+		if f.Value == "" {
+			t.Fatalf("empty value sent for %s", f.Name)
+		}
+		if i > 0 && s.Fields[i-1].Name >= f.Name {
+			t.Fatalf("fields not in name order, or a name twice: %v", s.Fields)
 		}
 	}
 }

@@ -64,6 +64,7 @@ type op struct {
 	choices []string
 	sep     string
 	what    string // how a message names the value: "the phone number"
+	slot    int    // consent and custom fields: index in Mapper.fields
 }
 
 // Row is a source row mapped to a subscriber payload.
@@ -91,12 +92,10 @@ type Mapper struct {
 	header      []string
 	ops         []op // the email op first
 	base        sink.Subscriber
-	baseFields  map[string]string // constants for consent and custom fields
+	fields      []sink.Field // every consent and custom field a payload can have, by name, with constant values
 	baseTags    []string
 	status      string // constant status
 	statusMob   string
-	hasFields   bool // the payload has consent or custom fields
-	nFields     int  // how many consent and custom fields a payload can have
 	hasConsent  bool
 	hasTagCols  bool
 	country     string // default country calling code, digits only
@@ -233,17 +232,19 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 		switch o.kind {
 		case kConsent:
 			m.hasConsent = true
-			m.hasFields = true
-			m.nFields++
+			m.fields = append(m.fields, sink.Field{Name: o.name})
 		case kCustomText, kCustomNumber, kCustomDate, kCustomChoice, kCustomMulti:
-			m.hasFields = true
-			m.nFields++
+			m.fields = append(m.fields, sink.Field{Name: o.name})
 		case kTags:
 			m.hasTagCols = true
 		}
 	}
-
 	m.compileConstants(&e, spec, fields, claim)
+	// A payload's fields in name order, the order they are encoded in; each op writes its slot.
+	slices.SortFunc(m.fields, func(a, b sink.Field) int { return strings.Compare(a.Name, b.Name) })
+	for i := range m.ops {
+		m.ops[i].slot = slices.IndexFunc(m.fields, func(f sink.Field) bool { return f.Name == m.ops[i].name })
+	}
 	for i, t := range spec.Tags {
 		v, ok := clean(t)
 		switch {
@@ -424,13 +425,8 @@ func (m *Mapper) compileConstants(e *SpecError, spec Spec, fields Fields, claim 
 		case kStatusMobile:
 			m.statusMob = row.StatusMobile
 		case kConsent, kCustomText, kCustomNumber, kCustomDate, kCustomChoice, kCustomMulti:
-			if v := row.Sub.Fields[o.name]; v != "" {
-				if m.baseFields == nil {
-					m.baseFields = map[string]string{}
-				}
-				m.baseFields[o.name] = v
-				m.hasFields = true
-				m.nFields++
+			if v := row.Sub.Field(o.name); v != "" {
+				m.fields = append(m.fields, sink.Field{Name: o.name, Value: v})
 				if o.kind == kConsent {
 					m.hasConsent = true
 				}
@@ -480,8 +476,10 @@ func (m *Mapper) computeFingerprint() string {
 		w(append([]string{"choices"}, o.choices...)...)
 	}
 	w("status", m.status, m.statusMob)
-	for _, k := range sortedKeys(m.baseFields) {
-		w("const", k, m.baseFields[k])
+	for _, f := range m.fields { // in name order
+		if f.Value != "" { // a constant
+			w("const", f.Name, f.Value)
+		}
 	}
 	s := m.base
 	w("base", s.Firstname, s.Lastname, s.Address, s.Zip, s.City, s.Phone, s.Company, s.Birthday, s.Gender)
@@ -496,11 +494,9 @@ func (m *Mapper) Map(rec sources.Record) (Row, *Reject) {
 	if len(m.baseTags) > 0 {
 		row.Sub.Tags = m.baseTags
 	}
-	if len(m.baseFields) > 0 {
-		row.Sub.Fields = make(map[string]string, m.nFields)
-		for k, v := range m.baseFields {
-			row.Sub.Fields[k] = v
-		}
+	if len(m.fields) > 0 {
+		row.Sub.Fields = make([]sink.Field, len(m.fields))
+		copy(row.Sub.Fields, m.fields)
 	}
 	for i := range m.ops {
 		o := &m.ops[i]
@@ -512,12 +508,24 @@ func (m *Mapper) Map(rec sources.Record) (Row, *Reject) {
 			return Row{}, rej
 		}
 	}
+	if len(row.Sub.Fields) > 0 {
+		// Drop the fields this row has no value for: a payload never clears a value.
+		kept := row.Sub.Fields[:0]
+		for _, f := range row.Sub.Fields {
+			if f.Value != "" {
+				kept = append(kept, f)
+			}
+		}
+		row.Sub.Fields = kept
+		if len(kept) == 0 {
+			row.Sub.Fields = nil
+		}
+	}
 	if m.hasConsent {
-		f := row.Sub.Fields
-		if consentNo(f, sink.ConsentEmail) && row.Status != sink.StatusBounce {
+		if consentNo(&row.Sub, sink.ConsentEmail) && row.Status != sink.StatusBounce {
 			row.Status = sink.StatusUnsubscribed
 		}
-		if consentNo(f, sink.ConsentSMS) && row.StatusMobile != sink.StatusBounce {
+		if consentNo(&row.Sub, sink.ConsentSMS) && row.StatusMobile != sink.StatusBounce {
 			row.StatusMobile = sink.StatusUnsubscribed
 		}
 	}
@@ -526,11 +534,11 @@ func (m *Mapper) Map(rec sources.Record) (Row, *Reject) {
 
 // consentNo reports whether the consent says no: the specific field, or else the combined
 // SAMTYKKEEPOSTOGSMS.
-func consentNo(f map[string]string, specific string) bool {
-	if v := f[specific]; v != "" {
+func consentNo(s *sink.Subscriber, specific string) bool {
+	if v := s.Field(specific); v != "" {
 		return v == ConsentNo
 	}
-	return f[sink.ConsentEmailAndSMS] == ConsentNo
+	return s.Field(sink.ConsentEmailAndSMS) == ConsentNo
 }
 
 // RejectRow turns a row the source could not read into a reject, naming the column from the
@@ -596,7 +604,7 @@ func (m *Mapper) apply(row *Row, o *op, rec sources.Record, raw string) *Reject 
 		if msg != "" {
 			return m.reject(rec, o, raw, CodeInvalidConsent, o.what+" "+msg)
 		}
-		m.putField(row, o.name, c)
+		m.putField(row, o, c)
 	case kStatus, kStatusMobile:
 		s, msg := normStatus(v)
 		if msg != "" {
@@ -618,32 +626,32 @@ func (m *Mapper) apply(row *Row, o *op, rec sources.Record, raw string) *Reject 
 				return m.tooLong(rec, o, raw, n)
 			}
 		}
-		m.putField(row, o.name, v)
+		m.putField(row, o, v)
 	case kCustomNumber:
 		n, msg := normNumber(v)
 		if msg != "" {
 			return m.reject(rec, o, raw, CodeInvalidNumber, o.what+" "+msg)
 		}
-		m.putField(row, o.name, n)
+		m.putField(row, o, n)
 	case kCustomDate:
 		d, msg := normDate(v, m.custDate)
 		if msg != "" {
 			return m.reject(rec, o, raw, CodeInvalidDate, o.what+" "+msg)
 		}
-		m.putField(row, o.name, d)
+		m.putField(row, o, d)
 	case kCustomChoice:
 		if len(o.choices) == 0 {
 			if n := utf8.RuneCountInString(v); n > o.limit {
 				return m.tooLong(rec, o, raw, n)
 			}
-			m.putField(row, o.name, v)
+			m.putField(row, o, v)
 			return nil
 		}
 		c, ok := matchChoice(v, o.choices)
 		if !ok {
 			return m.reject(rec, o, raw, CodeInvalidChoice, o.what+" is not one of its choices ("+choiceList(o.choices)+")")
 		}
-		m.putField(row, o.name, c)
+		m.putField(row, o, c)
 	case kCustomMulti:
 		var picked []string
 		for part := range strings.SplitSeq(v, o.sep) {
@@ -665,7 +673,7 @@ func (m *Mapper) apply(row *Row, o *op, rec sources.Record, raw string) *Reject 
 			}
 		}
 		if len(picked) > 0 {
-			m.putField(row, o.name, strings.Join(picked, ","))
+			m.putField(row, o, strings.Join(picked, ","))
 		}
 	}
 	return nil
@@ -728,11 +736,14 @@ func (m *Mapper) reject(rec sources.Record, o *op, raw, code, msg string) *Rejec
 	}
 }
 
-func (m *Mapper) putField(row *Row, name, v string) {
-	if row.Sub.Fields == nil {
-		row.Sub.Fields = make(map[string]string, m.nFields)
+// putField sets the consent or custom field of o: in its slot when the row has the
+// Mapper's fields (every row Map makes), else by name (a constant being compiled).
+func (m *Mapper) putField(row *Row, o *op, v string) {
+	if f := row.Sub.Fields; o.slot >= 0 && o.slot < len(f) && f[o.slot].Name == o.name {
+		f[o.slot].Value = v
+		return
 	}
-	row.Sub.Fields[name] = v
+	row.Sub.SetField(o.name, v)
 }
 
 // field names a text field of sink.Subscriber, resolved once when a mapping is compiled

@@ -239,9 +239,9 @@ func (m *Mapper) previewColumns() []string {
 			extra = append(extra, k)
 		}
 	}
-	for k := range m.baseFields {
-		if !has[k] {
-			extra = append(extra, k)
+	for _, f := range m.fields {
+		if f.Value != "" && !has[f.Name] { // a constant
+			extra = append(extra, f.Name)
 		}
 	}
 	slices.Sort(extra)
@@ -270,7 +270,7 @@ func rowValue(r Row, col string) string {
 	if slices.Contains(standardFields, col) {
 		return fieldOf(&r.Sub, col)
 	}
-	return r.Sub.Fields[col]
+	return r.Sub.Field(col)
 }
 
 func where(line int, sheet string) string {

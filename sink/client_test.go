@@ -121,7 +121,7 @@ func TestRequestHeadersAndBody(t *testing.T) {
 	ctx := t.Context()
 
 	_, err := c.InsertBatch(ctx, sink.BulkOptions{ListID: 7, Status: sink.StatusUnsubscribed, Tag: "merge"},
-		[]sink.Subscriber{{Email: "a@example.com", Firstname: "Å"}, {Email: "b@example.com", Fields: map[string]string{"EXTRA3": "x"}}})
+		[]sink.Subscriber{{Email: "a@example.com", Firstname: "Å"}, {Email: "b@example.com", Fields: []sink.Field{{"EXTRA3", "x"}}}})
 	require.NoError(t, err)
 	require.NoError(t, c.LegacyDeleteSubscriber(ctx, 5))
 

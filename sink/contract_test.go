@@ -169,7 +169,7 @@ func TestContractCustomFields(t *testing.T) {
 
 	// The slot takes values of its type through bulkinsert.
 	list := b.srv.CreateList("L")
-	_, err = c.InsertBatch(ctx, sink.BulkOptions{ListID: list}, []sink.Subscriber{{Email: "x@example.com", Fields: map[string]string{"EXTRA2": "gull", "EXTRA3": "2024-01-31"}}})
+	_, err = c.InsertBatch(ctx, sink.BulkOptions{ListID: list}, []sink.Subscriber{{Email: "x@example.com", Fields: []sink.Field{{"EXTRA2", "gull"}, {"EXTRA3", "2024-01-31"}}}})
 	require.NoError(t, err)
 	got, ok := b.srv.SubscriberByEmail("x@example.com")
 	require.True(t, ok)
@@ -199,7 +199,7 @@ func TestContractSubscribers(t *testing.T) {
 	s := sink.Subscriber{
 		Email: "kari@example.no", Firstname: "Kari", Lastname: "Nordmann", Address: "Storgata 1", Zip: "0155",
 		City: "Oslo", Phone: "+4791234567", Company: "Nordmann AS", Birthday: "1980-02-29", Gender: "female",
-		Fields: map[string]string{sink.ConsentEmail: "1", slot: "K-1001", dateSlot: "2020-06-15"},
+		Fields: []sink.Field{{sink.ConsentEmail, "1"}, {slot, "K-1001"}, {dateSlot, "2020-06-15"}},
 	}
 	id, err := c.UpsertSubscriber(ctx, list, s, "")
 	require.NoError(t, err)
@@ -458,23 +458,21 @@ func richRows(n int, slots map[string]string) []sink.Subscriber {
 			Firstname: fmt.Sprintf("Førnavn%d", i),
 			Lastname:  "Etternavn \"quoted\"",
 			City:      []string{"Oslo", "Bergen", "Tromsø"}[i%3],
-			Fields: map[string]string{
-				slots["number"]: fmt.Sprint(1000 + i),
-				slots["string"]: fmt.Sprintf("kunde-%d", i),
-			},
 		}
+		r.SetField(slots["number"], fmt.Sprint(1000+i))
+		r.SetField(slots["string"], fmt.Sprintf("kunde-%d", i))
 		if i%2 == 0 {
 			r.Phone = fmt.Sprintf("+47%08d", 90000000+i)
 			r.Address = fmt.Sprintf("Gate %d", i)
 			r.Zip = fmt.Sprintf("%04d", i%10000)
-			r.Fields[sink.ConsentEmail] = "1"
+			r.SetField(sink.ConsentEmail, "1")
 		}
 		if i%3 == 0 {
 			r.Company = "Firma AS"
 			r.Birthday = fmt.Sprintf("19%02d-%02d-%02d", 50+i%50, 1+i%12, 1+i%28)
 			r.Gender = "male"
-			r.Fields[slots["date"]] = fmt.Sprintf("2023-%02d-15", 1+i%12)
-			r.Fields[slots["choice"]] = []string{"gull", "sølv"}[i%2]
+			r.SetField(slots["date"], fmt.Sprintf("2023-%02d-15", 1+i%12))
+			r.SetField(slots["choice"], []string{"gull", "sølv"}[i%2])
 		}
 		if i%5 == 0 {
 			r.Tags = []string{"t" + fmt.Sprint(i%7)}
@@ -505,8 +503,8 @@ func wantStored(r sink.Subscriber) map[string]string {
 			want[k] = v
 		}
 	}
-	for k, v := range r.Fields {
-		want[k] = v
+	for _, f := range r.Fields {
+		want[f.Name] = f.Value
 	}
 	return want
 }
@@ -568,12 +566,12 @@ func TestBulkInsertIsolatesRowsTheServiceRefuses(t *testing.T) {
 	rows := richRows(2_500, slots)
 	// Rows that pass the client (they have an e-mail) but that the service refuses.
 	bad := map[int]func(r *sink.Subscriber){
-		3:    func(r *sink.Subscriber) { r.Fields["EXTRA99"] = "x" },            // unknown slot
-		4:    func(r *sink.Subscriber) { r.Birthday = "2023-02-30" },            // no such date
-		999:  func(r *sink.Subscriber) { r.Email = "not-an-email" },             // invalid e-mail
-		1000: func(r *sink.Subscriber) { r.Fields[slots["number"]] = "twelve" }, // not a number
-		1717: func(r *sink.Subscriber) { r.Fields[slots["choice"]] = "bronse" }, // not a choice
-		2001: func(r *sink.Subscriber) { r.Fields[slots["date"]] = "15.01.2023" },
+		3:    func(r *sink.Subscriber) { r.SetField("EXTRA99", "x") },            // unknown slot
+		4:    func(r *sink.Subscriber) { r.Birthday = "2023-02-30" },             // no such date
+		999:  func(r *sink.Subscriber) { r.Email = "not-an-email" },              // invalid e-mail
+		1000: func(r *sink.Subscriber) { r.SetField(slots["number"], "twelve") }, // not a number
+		1717: func(r *sink.Subscriber) { r.SetField(slots["choice"], "bronse") }, // not a choice
+		2001: func(r *sink.Subscriber) { r.SetField(slots["date"], "15.01.2023") },
 		2499: func(r *sink.Subscriber) { r.Birthday = "1990-13-01" },
 	}
 	for i, spoil := range bad {

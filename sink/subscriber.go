@@ -3,6 +3,7 @@ package sink
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -45,7 +46,7 @@ const (
 //
 // Empty strings are omitted from the JSON, so a payload never clears a value the service
 // already holds. Fields carries the consent fields (SAMTYKKEEPOST, …) and custom-field slots
-// (EXTRA<n>) by their service name.
+// (EXTRA<n>) by their service name, each name at most once (SetField keeps it so).
 type Subscriber struct {
 	Email     string
 	Firstname string
@@ -57,9 +58,57 @@ type Subscriber struct {
 	Company   string
 	Birthday  string // YYYY-MM-DD
 	Gender    string
-	Fields    map[string]string
+	Fields    []Field
 	Tags      []string
 }
+
+// Field is one consent field or custom-field slot of a Subscriber, by its service name.
+//
+// A slice rather than a map: a payload has a handful of them, and a map per row was the
+// largest cost of mapping a million rows.
+type Field struct {
+	Name, Value string
+}
+
+// Field returns the value of the consent field or slot name, or "" when s has none.
+func (s *Subscriber) Field(name string) string {
+	for _, f := range s.Fields {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return ""
+}
+
+// SetField sets the consent field or slot name to value, replacing its value if s has it.
+// A field it adds goes in name order when Fields are in name order.
+func (s *Subscriber) SetField(name, value string) {
+	for i := range s.Fields {
+		if s.Fields[i].Name == name {
+			s.Fields[i].Value = value
+			return
+		}
+	}
+	at := len(s.Fields)
+	if slices.IsSortedFunc(s.Fields, compareFields) {
+		at, _ = slices.BinarySearchFunc(s.Fields, Field{Name: name}, compareFields)
+	}
+	s.Fields = slices.Insert(s.Fields, at, Field{name, value})
+}
+
+// SortedFields returns Fields in name order: Fields itself when they are (mapping builds
+// them so), else a sorted copy. JSON encoding and delta fingerprints use this order, so equal
+// payloads encode alike however they were built.
+func (s *Subscriber) SortedFields() []Field {
+	if slices.IsSortedFunc(s.Fields, compareFields) {
+		return s.Fields
+	}
+	c := slices.Clone(s.Fields)
+	slices.SortStableFunc(c, compareFields)
+	return c
+}
+
+func compareFields(a, b Field) int { return strings.Compare(a.Name, b.Name) }
 
 // MarshalJSON encodes the subscriber as the service expects it. The output is deterministic
 // (custom fields sorted by name), so it doubles as the input of a delta fingerprint.
@@ -68,7 +117,8 @@ func (s Subscriber) MarshalJSON() ([]byte, error) {
 }
 
 // AppendJSON appends the JSON object of s to dst and returns the extended buffer.
-// It allocates nothing beyond growing dst (and a small key slice when Fields has more than one key).
+// It allocates nothing beyond growing dst (and a sorted copy of Fields when they are not in
+// name order, which mapping never produces).
 func (s Subscriber) AppendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	first := true
@@ -106,22 +156,8 @@ func (s Subscriber) AppendJSON(dst []byte) []byte {
 		dst = append(dst, ':')
 		dst = appendString(dst, v)
 	}
-	switch len(s.Fields) {
-	case 0:
-	case 1:
-		for k, v := range s.Fields {
-			custom(k, v)
-		}
-	default:
-		var buf [16]string
-		keys := buf[:0]
-		for k := range s.Fields {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			custom(k, s.Fields[k])
-		}
+	for _, f := range s.SortedFields() {
+		custom(f.Name, f.Value)
 	}
 	if len(s.Tags) > 0 {
 		if !first {

@@ -9,8 +9,8 @@ func TestSubscriberAppendJSONMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
 	cases := []Subscriber{
 		{Email: "a@example.com"},
-		{Email: "ø@example.no", Firstname: "Åse \"Q\" \\ \n\t\x01", Lastname: "Bø\u2028x", Fields: map[string]string{"EXTRA3": "b", "EXTRA1": "a", ConsentEmail: "1"}, Tags: []string{"vip", "x\"y"}},
-		{Email: "bad\xffutf8@example.com", Fields: map[string]string{"EXTRA2": "z"}},
+		{Email: "ø@example.no", Firstname: "Åse \"Q\" \\ \n\t\x01", Lastname: "Bø\u2028x", Fields: []Field{{"EXTRA3", "b"}, {"EXTRA1", "a"}, {ConsentEmail, "1"}}, Tags: []string{"vip", "x\"y"}},
+		{Email: "bad\xffutf8@example.com", Fields: []Field{{"EXTRA2", "z"}}},
 	}
 	for _, s := range cases {
 		got := s.AppendJSON(nil)
@@ -27,8 +27,8 @@ func TestSubscriberAppendJSONMatchesEncodingJSON(t *testing.T) {
 		add("email", s.Email)
 		add("firstname", s.Firstname)
 		add("lastname", s.Lastname)
-		for k, v := range s.Fields {
-			add(k, v)
+		for _, f := range s.Fields {
+			add(f.Name, f.Value)
 		}
 		if len(s.Tags) > 0 {
 			tags := make([]any, len(s.Tags))
@@ -51,13 +51,30 @@ func TestSubscriberAppendJSONMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// Equal payloads encode to the same bytes however their fields were put together: the
+// encoding is also the input of delta fingerprints.
 func TestSubscriberAppendJSONDeterministic(t *testing.T) {
 	t.Parallel()
-	s := Subscriber{Email: "a@b.no", Fields: map[string]string{"EXTRA1": "1", "EXTRA2": "2", "EXTRA3": "3", "EXTRA4": "4", ConsentSMS: "1"}}
-	first := string(s.AppendJSON(nil))
-	for range 50 {
-		if got := string(s.AppendJSON(nil)); got != first {
-			t.Fatalf("AppendJSON not deterministic: got %s, want %s", got, first)
-		}
+	want := `{"email":"a@b.no","EXTRA1":"1","EXTRA2":"2","EXTRA4":"4","SAMTYKKESMS":"1"}`
+	byHand := Subscriber{Email: "a@b.no", Fields: []Field{{"EXTRA4", "4"}, {ConsentSMS, "1"}, {"EXTRA1", "1"}, {"EXTRA3", ""}, {"EXTRA2", "2"}}}
+	if got := string(byHand.AppendJSON(nil)); got != want {
+		t.Errorf("out of order: AppendJSON = %s, want %s", got, want)
+	}
+	if byHand.Fields[0].Name != "EXTRA4" {
+		t.Errorf("AppendJSON reordered the caller's Fields: %v", byHand.Fields)
+	}
+	var set Subscriber
+	set.Email = "a@b.no"
+	for _, f := range []Field{{ConsentSMS, "1"}, {"EXTRA2", "x"}, {"EXTRA4", "4"}, {"EXTRA1", "1"}, {"EXTRA2", "2"}} {
+		set.SetField(f.Name, f.Value)
+	}
+	if got := string(set.AppendJSON(nil)); got != want {
+		t.Errorf("SetField: AppendJSON = %s, want %s", got, want)
+	}
+	if len(set.Fields) != 4 || set.Field("EXTRA2") != "2" || set.Field("EXTRA3") != "" {
+		t.Errorf("SetField: Fields = %v, want each name once and the last value", set.Fields)
+	}
+	if got := set.SortedFields(); &got[0] != &set.Fields[0] {
+		t.Error("SortedFields copied fields that were already in order")
 	}
 }
