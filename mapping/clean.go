@@ -19,7 +19,7 @@ func clean(s string) (_ string, ok bool) {
 	for len(s) > 0 && s[len(s)-1] == ' ' {
 		s = s[:len(s)-1]
 	}
-	ascii := true
+	stable := true // no rune NFC could change
 	prevSpace := true
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -35,6 +35,11 @@ func clean(s string) (_ string, ok bool) {
 			i++
 			continue
 		}
+		prevSpace = false
+		if latin2(s, i) {
+			i += 2
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			return "", false
@@ -42,14 +47,25 @@ func clean(s string) (_ string, ok bool) {
 		if isBlank(r) {
 			return cleanSlow(s)
 		}
-		ascii = false
-		prevSpace = false
+		stable = false
 		i += size
 	}
-	if ascii {
+	if stable {
 		return s, true
 	}
 	return norm.NFC.String(s), true
+}
+
+// latin2 reports whether s holds at i a rune from U+00A1 to U+02FF in two bytes: the letters
+// of Latin scripts (æ, ø, å, é, ß, ł …). None of them is blank, and a string of them and
+// ASCII is already NFC: each is a starter that composes with nothing (combining marks begin
+// at U+0300). TestLatinRunesAreNFC checks every one.
+func latin2(s string, i int) bool {
+	if i+1 >= len(s) || s[i+1]&0xC0 != 0x80 {
+		return false
+	}
+	c := s[i]
+	return 0xC3 <= c && c <= 0xCB || c == 0xC2 && s[i+1] > 0xA0
 }
 
 // isBlank reports whether r counts as white space for clean.

@@ -260,30 +260,42 @@ const hexDigits = "0123456789ABCDEF"
 
 // lower returns s in lower case; s itself, without allocating, when it has no upper case.
 func lower(s string) string {
-	upper, ascii := false, true
+	// ASCII and U+0080..U+00FF (two bytes, C2 or C3 first) are lowered byte by byte:
+	// A..Z by +0x20, and À..Þ (C3 80..9E, but × at C3 97) by +0x20 in their second byte.
+	upper := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-		if 'A' <= c && c <= 'Z' {
-			upper = true
+		switch {
+		case c < utf8.RuneSelf:
+			upper = upper || 'A' <= c && c <= 'Z'
+		case (c == 0xC2 || c == 0xC3) && i+1 < len(s) && s[i+1]&0xC0 == 0x80:
+			i++
+			upper = upper || c == 0xC3 && s[i] <= 0x9E && s[i] != 0x97
+		default:
+			return strings.ToLower(s)
 		}
 	}
-	if ascii {
-		if !upper {
-			return s
-		}
-		b := make([]byte, len(s))
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
+	if !upper {
+		return s
+	}
+	var buf [64]byte
+	b := buf[:0]
+	if len(s) > len(buf) {
+		b = make([]byte, 0, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == 0xC3:
+			b = append(b, c)
+			i++
+			if c = s[i]; c <= 0x9E && c != 0x97 {
+				c += 0x20
 			}
-			b[i] = c
 		}
-		return string(b)
+		b = append(b, c)
 	}
-	return strings.ToLower(s)
+	return string(b)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/text/unicode/norm"
 )
 
 func TestClean(t *testing.T) {
@@ -50,6 +51,51 @@ func TestCleanDoesNotAllocateWhenClean(t *testing.T) {
 	nordic := "Bjørn Ærø"
 	allocs = testing.AllocsPerRun(100, func() { clean(nordic) })
 	require.Zero(t, allocs, "clean of a clean NFC value allocates")
+}
+
+// clean skips Unicode normalisation for strings of ASCII and U+00A1..U+02FF. That holds only
+// if every such rune is a two-byte, non-blank starter that is NFC alone and next to any other.
+func TestLatinRunesAreNFC(t *testing.T) {
+	t.Parallel()
+	var latin []rune
+	for r := rune(0x80); r < 0x300; r++ {
+		s := string(r)
+		if !latin2(s, 0) {
+			require.False(t, r >= 0xA1, "U+%04X is not taken by the fast path", r)
+			continue
+		}
+		require.Len(t, s, 2)
+		require.False(t, isBlank(r), "U+%04X is blank", r)
+		require.Zero(t, norm.NFC.PropertiesString(s).CCC(), "U+%04X is not a starter", r)
+		require.True(t, norm.NFC.IsNormalString(s), "U+%04X is not NFC", r)
+		latin = append(latin, r)
+	}
+	require.Len(t, latin, 0x300-0xA1)
+	for _, a := range latin {
+		for _, b := range latin {
+			pair := string([]rune{a, b})
+			if !norm.NFC.IsNormalString(pair) {
+				t.Fatalf("U+%04X U+%04X is not NFC", a, b)
+			}
+		}
+	}
+	// A combining mark after one of them is composed all the same.
+	got, ok := clean("A\u030A" + "se e\u0301")
+	require.True(t, ok)
+	require.Equal(t, "Åse é", got)
+}
+
+// lower takes a short cut for ASCII and Latin-1; it must agree with strings.ToLower for every
+// rune, wherever it stands.
+func TestLowerAgreesWithToLower(t *testing.T) {
+	t.Parallel()
+	for r := rune(0); r < 0x3000; r++ {
+		for _, s := range []string{string(r), "Ab" + string(r), string(r) + "Æ@X.no" + string(r), strings.Repeat("É", 40) + string(r)} {
+			if got, want := lower(s), strings.ToLower(s); got != want {
+				t.Fatalf("lower(%q) = %q, want %q", s, got, want)
+			}
+		}
+	}
 }
 
 func TestFold(t *testing.T) {

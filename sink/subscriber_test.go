@@ -1,7 +1,9 @@
 package sink
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -76,5 +78,27 @@ func TestSubscriberAppendJSONDeterministic(t *testing.T) {
 	}
 	if got := set.SortedFields(); &got[0] != &set.Fields[0] {
 		t.Error("SortedFields copied fields that were already in order")
+	}
+}
+
+// appendString checks eight bytes at a time; every character that needs escaping must be
+// caught wherever it stands in the word, and the result must be what encoding/json writes.
+func TestAppendStringEscapesAtEveryPosition(t *testing.T) {
+	t.Parallel()
+	specials := []string{"\"", "\\", "\n", "\r", "\t", "\x00", "\x01", "\x1f", "\x7f", " ", "~", "ø", "Å", "\u2028", "\u2029", "€", "😀", "\xff", "\xc3", "\xe2\x80", "\xc3\x28", "<&>"}
+	var want bytes.Buffer
+	enc := json.NewEncoder(&want)
+	enc.SetEscapeHTML(false)
+	for _, sp := range specials {
+		for pos := 0; pos <= 17; pos++ {
+			s := strings.Repeat("a", pos) + sp + strings.Repeat("b", 17-pos)
+			want.Reset()
+			if err := enc.Encode(s); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(appendString(nil, s)); got != strings.TrimSuffix(want.String(), "\n") {
+				t.Fatalf("appendString(%q) = %s, want %s", s, got, want.String())
+			}
+		}
 	}
 }
