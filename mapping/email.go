@@ -283,19 +283,17 @@ func lower(s string) string {
 	if len(s) > len(buf) {
 		b = make([]byte, 0, len(s))
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
+	b = append(b, s...)
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
 		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
+			b[i] = c + 'a' - 'A'
 		case c == 0xC3:
-			b = append(b, c)
 			i++
-			if c = s[i]; c <= 0x9E && c != 0x97 {
-				c += 0x20
+			if c = b[i]; c <= 0x9E && c != 0x97 {
+				b[i] = c + 0x20
 			}
 		}
-		b = append(b, c)
 	}
 	return string(b)
 }

@@ -415,7 +415,7 @@ func (m *Mapper) compileConstants(e *SpecError, spec Spec, fields Fields, claim 
 			continue
 		}
 		var row Row
-		if rej := m.apply(&row, &o, sources.Record{}, value); rej != nil {
+		if rej := m.apply(&row, &o, &sources.Record{}, value); rej != nil {
 			e.add(key, "%s", rej.Message)
 			continue
 		}
@@ -504,7 +504,7 @@ func (m *Mapper) Map(rec sources.Record) (Row, *Reject) {
 		if o.col < len(rec.Values) {
 			raw = rec.Values[o.col]
 		}
-		if rej := m.apply(&row, o, rec, raw); rej != nil {
+		if rej := m.apply(&row, o, &rec, raw); rej != nil {
 			return Row{}, rej
 		}
 	}
@@ -552,7 +552,7 @@ func (m *Mapper) RejectRow(rec sources.Record, err *sources.RowError) Reject {
 }
 
 // apply maps one value (a cell, or a constant) into row.
-func (m *Mapper) apply(row *Row, o *op, rec sources.Record, raw string) *Reject {
+func (m *Mapper) apply(row *Row, o *op, rec *sources.Record, raw string) *Reject {
 	v, ok := clean(raw)
 	if !ok {
 		return m.reject(rec, o, raw, CodeInvalidEncoding, o.what+" is not valid UTF-8: the file's character encoding is probably not what subsync read it as")
@@ -679,7 +679,7 @@ func (m *Mapper) apply(row *Row, o *op, rec sources.Record, raw string) *Reject 
 	return nil
 }
 
-func (m *Mapper) applyTags(row *Row, o *op, rec sources.Record, raw, v string) *Reject {
+func (m *Mapper) applyTags(row *Row, o *op, rec *sources.Record, raw, v string) *Reject {
 	var tags []string
 	if len(row.Sub.Tags) > 0 {
 		tags = make([]string, len(row.Sub.Tags), len(row.Sub.Tags)+4)
@@ -720,11 +720,11 @@ func choiceList(choices []string) string {
 	return strings.Join(q, ", ")
 }
 
-func (m *Mapper) tooLong(rec sources.Record, o *op, raw string, n int) *Reject {
+func (m *Mapper) tooLong(rec *sources.Record, o *op, raw string, n int) *Reject {
 	return m.reject(rec, o, raw, CodeTooLong, fmt.Sprintf("%s has %d characters, more than the %d allowed", o.what, n, o.limit))
 }
 
-func (m *Mapper) reject(rec sources.Record, o *op, raw, code, msg string) *Reject {
+func (m *Mapper) reject(rec *sources.Record, o *op, raw, code, msg string) *Reject {
 	return &Reject{
 		Ordinal: rec.Ordinal,
 		Line:    rec.Line,

@@ -1,6 +1,7 @@
 package sink_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -113,5 +114,27 @@ func BenchmarkEncodeBatch1000(b *testing.B) {
 		buf = append(buf, ']')
 	}
 	b.SetBytes(int64(len(buf)))
+	reportRows(b, int64(b.N)*int64(len(rows)))
+}
+
+// BenchmarkInsertBatch1000Distinct sends 1000 subscribers the emulator has not seen in each
+// request, as an import does (BenchmarkInsertBatch1000 upserts the same 1000 again).
+func BenchmarkInsertBatch1000Distinct(b *testing.B) {
+	tb := setup(b, nil)
+	list := tb.srv.CreateList("bench")
+	rows := benchRows(b, createSlots(tb.srv))
+	ctx := b.Context()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		for j := range rows {
+			rows[j].Email = fmt.Sprintf("p%d.%05d@example.com", i, j)
+		}
+		b.StartTimer()
+		res, err := tb.client.InsertBatch(ctx, sink.BulkOptions{ListID: list}, rows)
+		if err != nil || res.Sent != len(rows) {
+			b.Fatalf("InsertBatch = %+v, %v", res, err)
+		}
+	}
 	reportRows(b, int64(b.N)*int64(len(rows)))
 }

@@ -186,36 +186,43 @@ var jsonSafe = func() (t [256]bool) {
 	return t
 }()
 
-// plain8 reports whether the eight bytes of s go into a JSON string as they are: each one
-// ASCII from 0x20, and neither '"' nor '\\'. (Bit tricks on one 64-bit word: a byte below n
-// borrows in b-n and sets its top bit; x^q has a zero byte where x has q.)
-func plain8(s string) bool {
-	_ = s[7]
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+// plainPrefix returns where, from i on, the first byte of s is that a JSON string cannot
+// hold as it is, or len(s). Most values have none, and are then copied whole.
+//
+// Eight bytes at a time while they are plain ASCII, with bit tricks on one 64-bit word: a
+// byte below n borrows in x-n and sets its top bit, and x^q has a zero byte where x has q.
+func plainPrefix(s string, i int) int {
 	const ones, tops = 0x0101010101010101, 0x8080808080808080
-	q, bs := x^(ones*'"'), x^(ones*'\\')
-	return (x|(x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&tops == 0
+	for i < len(s) {
+		if i+8 <= len(s) {
+			w := s[i : i+8]
+			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+			q, bs := x^(ones*'"'), x^(ones*'\\')
+			if (x|(x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&tops == 0 {
+				i += 8
+				continue
+			}
+		}
+		c := s[i]
+		switch {
+		case jsonSafe[c]:
+			i++
+		case 0xC2 <= c && c <= 0xDF && i+1 < len(s) && s[i+1]&0xC0 == 0x80:
+			i += 2 // a valid two-byte rune (å, ø …)
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as encoding/json does.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plain8(s[i:i+8]) {
-			i += 8
-			continue
-		}
+	for i := plainPrefix(s, 0); i < len(s); i = plainPrefix(s, i) {
 		b := s[i]
-		if jsonSafe[b] {
-			i++
-			continue
-		}
-		if 0xC2 <= b && b <= 0xDF && i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
-			i += 2 // a valid two-byte rune (å, ø …): as it is
-			continue
-		}
 		if b < utf8.RuneSelf {
 			dst = append(dst, s[start:i]...)
 			switch b {
