@@ -27,7 +27,7 @@ const (
 func normEmail(s string) (string, string) {
 	if plain, upper := plainEmail(s); plain {
 		if upper {
-			s = lower(s)
+			s = lowerASCII(s)
 		}
 		return s, ""
 	}
@@ -257,6 +257,22 @@ func quoteRune(r rune) string {
 }
 
 const hexDigits = "0123456789ABCDEF"
+
+// lowerASCII lower-cases s, which is ASCII.
+func lowerASCII(s string) string {
+	var buf [64]byte
+	b := buf[:0]
+	if len(s) > len(buf) {
+		b = make([]byte, 0, len(s))
+	}
+	b = append(b, s...)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
 
 // lower returns s in lower case; s itself, without allocating, when it has no upper case.
 func lower(s string) string {

@@ -3,6 +3,7 @@ package mapping
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/text/unicode/norm"
@@ -85,17 +86,48 @@ func TestLatinRunesAreNFC(t *testing.T) {
 	require.Equal(t, "Åse é", got)
 }
 
+// clean passes eight printable ASCII bytes at a time; a blank or a control character must be
+// caught wherever it stands in the word.
+func TestCleanAtEveryPosition(t *testing.T) {
+	t.Parallel()
+	want := func(s string) string { return norm.NFC.String(strings.Join(strings.FieldsFunc(s, isBlank), " ")) }
+	for _, sp := range []string{" ", "  ", "\t", "\n", "\x00", "\x1f", "\x7f", "!", "~", "ø", "\u00a0", "\u200b", "\ufeff", "e\u0301", "\u2028"} {
+		for pos := 0; pos <= 17; pos++ {
+			s := strings.Repeat("a", pos) + sp + strings.Repeat("b", 17-pos)
+			got, ok := clean(s)
+			require.True(t, ok)
+			require.Equal(t, want(s), got, "clean(%q)", s)
+		}
+	}
+	_, ok := clean("abcdefgh\xffabcdefgh")
+	require.False(t, ok, "invalid UTF-8 after a plain word")
+}
+
 // lower takes a short cut for ASCII and Latin-1; it must agree with strings.ToLower for every
 // rune, wherever it stands.
 func TestLowerAgreesWithToLower(t *testing.T) {
 	t.Parallel()
 	for r := rune(0); r < 0x3000; r++ {
-		for _, s := range []string{string(r), "Ab" + string(r), string(r) + "Æ@X.no" + string(r), strings.Repeat("É", 40) + string(r)} {
+		for _, s := range []string{string(r), "Ab" + string(r), string(r) + "X@Y.no" + string(r), strings.Repeat("Z", 70) + string(r), string(r) + "Æ@X.no" + string(r), strings.Repeat("É", 40) + string(r)} {
 			if got, want := lower(s), strings.ToLower(s); got != want {
 				t.Fatalf("lower(%q) = %q, want %q", s, got, want)
 			}
+			if isASCII(s) {
+				if got, want := lowerASCII(s), strings.ToLower(s); got != want {
+					t.Fatalf("lowerASCII(%q) = %q, want %q", s, got, want)
+				}
+			}
 		}
 	}
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func TestFold(t *testing.T) {

@@ -122,28 +122,28 @@ func (s Subscriber) MarshalJSON() ([]byte, error) {
 func (s Subscriber) AppendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	first := true
-	// key is the field's name as a JSON string with its colon, `"email":`.
+	// key is the field's name as a JSON string with its colon and the value's opening quote,
+	// after a comma that the first field goes without: `,"email":"`.
 	field := func(key, v string) {
 		if v == "" {
 			return
 		}
-		if !first {
-			dst = append(dst, ',')
+		if first {
+			key, first = key[1:], false
 		}
-		first = false
 		dst = append(dst, key...)
-		dst = appendString(dst, v)
+		dst = appendStringBody(dst, v)
 	}
-	field(`"`+FieldEmail+`":`, s.Email)
-	field(`"`+FieldFirstname+`":`, s.Firstname)
-	field(`"`+FieldLastname+`":`, s.Lastname)
-	field(`"`+FieldAddress+`":`, s.Address)
-	field(`"`+FieldZip+`":`, s.Zip)
-	field(`"`+FieldCity+`":`, s.City)
-	field(`"`+FieldPhone+`":`, s.Phone)
-	field(`"`+FieldCompany+`":`, s.Company)
-	field(`"`+FieldBirthday+`":`, s.Birthday)
-	field(`"`+FieldGender+`":`, s.Gender)
+	field(`,"`+FieldEmail+`":"`, s.Email)
+	field(`,"`+FieldFirstname+`":"`, s.Firstname)
+	field(`,"`+FieldLastname+`":"`, s.Lastname)
+	field(`,"`+FieldAddress+`":"`, s.Address)
+	field(`,"`+FieldZip+`":"`, s.Zip)
+	field(`,"`+FieldCity+`":"`, s.City)
+	field(`,"`+FieldPhone+`":"`, s.Phone)
+	field(`,"`+FieldCompany+`":"`, s.Company)
+	field(`,"`+FieldBirthday+`":"`, s.Birthday)
+	field(`,"`+FieldGender+`":"`, s.Gender)
 	custom := func(name, v string) {
 		if v == "" {
 			return
@@ -188,22 +188,11 @@ var jsonSafe = func() (t [256]bool) {
 
 // plainPrefix returns where, from i on, the first byte of s is that a JSON string cannot
 // hold as it is, or len(s). Most values have none, and are then copied whole.
-//
-// Eight bytes at a time while they are plain ASCII, with bit tricks on one 64-bit word: a
-// byte below n borrows in x-n and sets its top bit, and x^q has a zero byte where x has q.
 func plainPrefix(s string, i int) int {
-	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	for i+8 <= len(s) && plain8(s[i:i+8]) {
+		i += 8
+	}
 	for i < len(s) {
-		if i+8 <= len(s) {
-			w := s[i : i+8]
-			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-			q, bs := x^(ones*'"'), x^(ones*'\\')
-			if (x|(x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&tops == 0 {
-				i += 8
-				continue
-			}
-		}
 		c := s[i]
 		switch {
 		case jsonSafe[c]:
@@ -217,9 +206,25 @@ func plainPrefix(s string, i int) int {
 	return i
 }
 
+// plain8 reports whether the eight bytes of w are plain ASCII for a JSON string: from 0x20,
+// and neither '"' nor '\\'. Bit tricks on one 64-bit word: a byte below n borrows in x-n and
+// sets its top bit, and x^q has a zero byte where x has q.
+func plain8(w string) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	_ = w[7]
+	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return (x|(x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&tops == 0
+}
+
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as encoding/json does.
 func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
+	return appendStringBody(append(dst, '"'), s)
+}
+
+// appendStringBody appends s as the inside of a JSON string, and its closing quote.
+func appendStringBody(dst []byte, s string) []byte {
 	start := 0
 	for i := plainPrefix(s, 0); i < len(s); i = plainPrefix(s, i) {
 		b := s[i]
