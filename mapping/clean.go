@@ -13,12 +13,7 @@ import (
 // It returns s itself or a substring of it, without allocating, when only ASCII spaces at its
 // ends are to go and it is already NFC. ok is false when s is not valid UTF-8.
 func clean(s string) (_ string, ok bool) {
-	for len(s) > 0 && s[0] == ' ' {
-		s = s[1:]
-	}
-	for len(s) > 0 && s[len(s)-1] == ' ' {
-		s = s[:len(s)-1]
-	}
+	s = trimSpaces(s)
 	stable := true // no rune NFC could change
 	prevSpace := true
 	for i := 0; i < len(s); {

@@ -143,6 +143,32 @@ func checkRow(t *testing.T, row Row) {
 	}
 }
 
+// FuzzAsIs checks the short cut of applyAsIs against the full path: a value it maps without
+// cleaning must come out exactly as applyClean maps it.
+func FuzzAsIs(f *testing.F) {
+	for _, v := range []string{"Kari@Example.NO", " a@b.no ", "912 34 567", "+44 (0)20 7946 0000", "912  34\t567",
+		"17.05.1985", " 1985-05-17 ", "1985-05-17  10:00", "31184", "ja", "JA", "✓", "1 234,5", "12", "x\u00a0", "a@b.no\u00a0"} {
+		f.Add(v)
+	}
+	m := mustCompile(f, fuzzSpec, fuzzHeader, testFields())
+	f.Fuzz(func(t *testing.T, raw string) {
+		for i := range m.ops {
+			o := &m.ops[i]
+			var fast Row
+			fast.Sub.Fields = slices.Clone(m.fields)
+			if !m.applyAsIs(&fast, o, raw) {
+				continue
+			}
+			var full Row
+			full.Sub.Fields = slices.Clone(m.fields)
+			if rej := m.applyClean(&full, o, &sources.Record{}, raw); rej != nil {
+				t.Fatalf("%s: %q maps as it is, but cleaned it is rejected: %v", o.column, raw, rej)
+			}
+			require.Equal(t, full, fast, "%s: %q", o.column, raw)
+		}
+	})
+}
+
 // FuzzParseSpec feeds arbitrary TOML to ParseSpec: it must never panic, and a spec it accepts
 // must compile or fail with a *SpecError, never anything else.
 // FuzzPlainEmail checks normEmail's one-pass path against its rules one by one: an address

@@ -553,6 +553,14 @@ func (m *Mapper) RejectRow(rec sources.Record, err *sources.RowError) Reject {
 
 // apply maps one value (a cell, or a constant) into row.
 func (m *Mapper) apply(row *Row, o *op, rec *sources.Record, raw string) *Reject {
+	if m.applyAsIs(row, o, raw) {
+		return nil
+	}
+	return m.applyClean(row, o, rec, raw)
+}
+
+// applyClean cleans raw and maps it into row by the rules of o.
+func (m *Mapper) applyClean(row *Row, o *op, rec *sources.Record, raw string) *Reject {
 	v, ok := clean(raw)
 	if !ok {
 		return m.reject(rec, o, raw, CodeInvalidEncoding, o.what+" is not valid UTF-8: the file's character encoding is probably not what subsync read it as")
@@ -677,6 +685,66 @@ func (m *Mapper) apply(row *Row, o *op, rec *sources.Record, raw string) *Reject
 		}
 	}
 	return nil
+}
+
+// applyAsIs maps raw without cleaning it, for the kinds whose rules accept printable ASCII
+// only: plain e-mail addresses, phone numbers, dates, consents and numbers. A value such a
+// rule accepts with nothing but ASCII spaces trimmed from its ends is one clean would have
+// left alone, or changed only in inner spaces the rule skips (phone numbers, numbers), so
+// the result is the same. It reports whether it mapped the value; when it did not, apply
+// cleans the value and says what is wrong with it, if anything. (Most values of these kinds
+// need no cleaning: this saves a pass over them.)
+func (m *Mapper) applyAsIs(row *Row, o *op, raw string) bool {
+	v := trimSpaces(raw)
+	if v == "" {
+		return false
+	}
+	var msg string
+	switch o.kind {
+	case kEmail:
+		plain, upper := plainEmail(v)
+		if !plain {
+			return false
+		}
+		if upper {
+			v = lowerASCII(v)
+		}
+		row.Sub.Email = v
+	case kPhone:
+		if v, msg = normPhone(v, m.country); msg == "" {
+			row.Sub.Phone = v
+		}
+	case kBirthday:
+		if v, msg = normDate(v, m.birthday); msg == "" {
+			row.Sub.Birthday = v
+		}
+	case kConsent:
+		if v, msg = normYesNo(v); msg == "" {
+			m.putField(row, o, v)
+		}
+	case kCustomNumber:
+		if v, msg = normNumber(v); msg == "" {
+			m.putField(row, o, v)
+		}
+	case kCustomDate:
+		if v, msg = normDate(v, m.custDate); msg == "" {
+			m.putField(row, o, v)
+		}
+	default:
+		return false
+	}
+	return msg == ""
+}
+
+// trimSpaces returns s without the ASCII spaces at its ends.
+func trimSpaces(s string) string {
+	for len(s) > 0 && s[0] == ' ' {
+		s = s[1:]
+	}
+	for len(s) > 0 && s[len(s)-1] == ' ' {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 func (m *Mapper) applyTags(row *Row, o *op, rec *sources.Record, raw, v string) *Reject {
