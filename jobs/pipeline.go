@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/subsync/subsync/mapping"
@@ -55,6 +56,7 @@ type pipeline struct {
 	log             *slog.Logger
 	reader          sources.Reader
 	mapper          *mapping.Mapper
+	mapWorkers      int // goroutines mapping records (at least one)
 	dedupe          *mapping.Deduper
 	mappingFP       string
 	listID          int64
@@ -178,6 +180,8 @@ type commitUnit struct {
 // chunk is a stretch of the source the producer read, mapped and filtered: the rows to
 // send, and the outcomes of the others, all with ordinals in (previous lastRead, lastRead].
 type chunk struct {
+	recs   []sources.Record // read, to be mapped
+	before []sources.Record // read, done before a restart: mapped for their e-mails only
 	// cands are the records of a delta run, not yet mapped: those whose source values are
 	// what was last acknowledged are unchanged without mapping (see dedupeAndFilter).
 	cands    []cand
@@ -318,24 +322,43 @@ func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 // the end of the source (the last chunk says eof), a failure or a stop (a last chunk carries
 // the error), or ctx's end (it closes out without either).
 //
-// It is two stages on two goroutines, so that they run on two cores: readMap reads and maps
-// the source; this goroutine dedupes and filters each chunk, in order.
+// It is three stages, so that they run on every core: read reads the source into chunks of
+// records; p.mapWorkers goroutines map them, a chunk each at a time (mapping is the costliest
+// step, and a Mapper may be used concurrently); this goroutine takes the chunks back in
+// source order and dedupes and filters each. Chunks go to the mappers and come back from
+// them round-robin, which keeps them in order.
 func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chunk) {
 	defer close(out)
 	mctx, cancel := context.WithCancel(ctx)
-	mapped := make(chan *chunk, 2)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.readMap(mctx, startPos, mapped)
-	}()
+	n := max(1, p.mapWorkers)
+	toMap, mapped := make([]chan *chunk, n), make([]chan *chunk, n)
+	for i := range n {
+		toMap[i], mapped[i] = make(chan *chunk, 1), make(chan *chunk, 1)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { p.read(mctx, startPos, toMap) })
+	for i := range n {
+		wg.Go(func() {
+			defer close(mapped[i])
+			for c := range toMap[i] {
+				p.mapChunk(c)
+				mapped[i] <- c // drained below when this goroutine stops early
+			}
+		})
+	}
 	defer func() {
-		cancel()
-		for range mapped { // let readMap end: the reader is not shared
+		cancel() // read stops and closes toMap; the mappers finish what they hold
+		for _, ch := range mapped {
+			for range ch {
+			}
 		}
-		<-done
+		wg.Wait()
 	}()
-	for c := range mapped {
+	for k := 0; ; k++ {
+		c, ok := <-mapped[k%n]
+		if !ok {
+			return // read stopped at ctx's end
+		}
 		if c.err == nil {
 			if err := p.dedupeAndFilter(ctx, c); err != nil {
 				c = &chunk{err: err}
@@ -353,14 +376,21 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 	}
 }
 
-// readMap is the first stage of produce: it reads the source from startPos and maps each
-// row, sending chunks of up to chunkRows rows (or rows seen before a restart, whose e-mails
-// the second stage only observes).
-func (p *pipeline) readMap(ctx context.Context, startPos int64, out chan<- *chunk) {
-	defer close(out)
+// read is the first stage of produce: it reads the source from startPos into chunks of up
+// to chunkRows records, and hands them to the mappers in turn (out[k%len(out)] gets the k-th).
+// Records done before a restart go in the chunk too: the mappers map them for their e-mails,
+// which the deduper only observes.
+func (p *pipeline) read(ctx context.Context, startPos int64, out []chan *chunk) {
+	k := 0
+	defer func() {
+		for _, ch := range out {
+			close(ch)
+		}
+	}()
 	emit := func(c *chunk) bool {
 		select {
-		case out <- c:
+		case out[k%len(out)] <- c:
+			k++
 			return true
 		case <-ctx.Done():
 			return false
@@ -397,34 +427,19 @@ func (p *pipeline) readMap(ctx context.Context, startPos int64, out chan<- *chun
 			}
 			return
 		}
-		if rec.Ordinal <= startPos {
-			// Already done before a restart: only its e-mail is remembered, so duplicates are
-			// still found across the restart.
+		switch {
+		case rec.Ordinal <= startPos:
 			if rowErr == nil {
-				if row, rej := p.mapper.Map(rec); rej == nil {
-					c.observe = append(c.observe, row.Sub.Email)
-				}
+				c.before = append(c.before, rec)
 			}
-		} else {
+		case rowErr != nil:
 			c.lastRead = rec.Ordinal
-			switch {
-			case rowErr != nil:
-				c.reject(p.mapper.RejectRow(rec, rowErr))
-			case p.fast:
-				email := state.NormaliseEmail(p.rawEmail(rec))
-				h := state.NewHasher() // EmailHash of the normalised e-mail
-				h.String(email)
-				c.cands = append(c.cands, cand{rec: rec, email: email, src: p.sourceHash(rec), key: h.Sum64()})
-			default:
-				if row, rej := p.mapper.Map(rec); rej != nil {
-					c.reject(*rej)
-				} else {
-					c.rows = append(c.rows, row)
-					c.sources = append(c.sources, p.sourceHash(rec))
-				}
-			}
+			c.reject(p.mapper.RejectRow(rec, rowErr))
+		default:
+			c.lastRead = rec.Ordinal
+			c.recs = append(c.recs, rec)
 		}
-		if len(c.rows)+len(c.cands)+len(c.observe)+len(c.outcomes) >= chunkRows {
+		if len(c.recs)+len(c.before)+len(c.outcomes) >= chunkRows {
 			c.bytes = p.reader.Progress().Bytes
 			lastRead := c.lastRead // c is the next stage's once sent (and recycled after)
 			if !emit(c) {
@@ -438,7 +453,36 @@ func (p *pipeline) readMap(ctx context.Context, startPos int64, out chan<- *chun
 	emit(c)
 }
 
-// dedupeAndFilter is the second stage of produce: it finds the chunk's duplicate e-mails by
+// mapChunk is the second stage of produce: it maps the chunk's records into rows and
+// rejects. A delta run's records become candidates, mapped later only if they changed (see
+// resolve). Records done before a restart only give their e-mails, for the deduper.
+func (p *pipeline) mapChunk(c *chunk) {
+	for _, rec := range c.before {
+		if row, rej := p.mapper.Map(rec); rej == nil {
+			c.observe = append(c.observe, row.Sub.Email)
+		}
+	}
+	for _, rec := range c.recs {
+		if p.fast {
+			email := state.NormaliseEmail(p.rawEmail(rec))
+			h := state.NewHasher() // EmailHash of the normalised e-mail
+			h.String(email)
+			c.cands = append(c.cands, cand{rec: rec, email: email, src: p.sourceHash(rec), key: h.Sum64()})
+			continue
+		}
+		if row, rej := p.mapper.Map(rec); rej != nil {
+			c.reject(*rej)
+		} else {
+			c.rows = append(c.rows, row)
+			c.sources = append(c.sources, p.sourceHash(rec))
+		}
+	}
+	clear(c.before) // drop the records
+	clear(c.recs)
+	c.before, c.recs = c.before[:0], c.recs[:0]
+}
+
+// dedupeAndFilter is the last stage of produce: it finds the chunk's duplicate e-mails by
 // the mapping's policy, then filters the rows (see filter), leaving the outcomes in ordinal
 // order. A delta run's records are first resolved (see resolve).
 func (p *pipeline) dedupeAndFilter(ctx context.Context, c *chunk) error {
@@ -591,7 +635,7 @@ func (c *chunk) recycle() {
 	clear(c.rows) // drop the strings the rows point at
 	clear(c.outcomes)
 	clear(c.cands)
-	*c = chunk{rows: c.rows[:0], sources: c.sources[:0], dups: c.dups[:0], emails: c.emails[:0],
+	*c = chunk{recs: c.recs[:0], before: c.before[:0], rows: c.rows[:0], sources: c.sources[:0], dups: c.dups[:0], emails: c.emails[:0],
 		payloads: c.payloads[:0], outcomes: c.outcomes[:0], skip: c.skip[:0], observe: c.observe[:0],
 		stored: c.stored[:0], known: c.known[:0], cands: c.cands[:0], candFPs: c.candFPs[:0], candKeys: c.candKeys[:0]}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,7 +80,7 @@ func TestPipelineOrdersDuplicates(t *testing.T) {
 	sender := &holdingSender{calls: make(chan heldCall)}
 	waits := make(chan int, 16)
 	p := &pipeline{store: store, sender: sender, log: slog.New(slog.DiscardHandler), reader: r, mapper: m,
-		dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o", ttl: time.Minute,
+		mapWorkers: 3, dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o", ttl: time.Minute,
 		windowSize: 4, suppressionMode: SuppressionSkip, fps: state.NewFingerprintSet(7), fpFlush: 1 << 20,
 		stopping: make(chan struct{}), onConflictWait: func(seq int) { waits <- seq }}
 	done := make(chan error, 1)
@@ -113,6 +114,84 @@ func TestPipelineOrdersDuplicates(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2500), got.Position)
 	require.Equal(t, state.Counts{Read: 2500, Duplicates: 1, Sent: 2500, Batches: 3, Requests: 3}, got.Counts)
+}
+
+// recordingSender acknowledges every batch at once and keeps the e-mails in the order sent.
+type recordingSender struct {
+	mu     sync.Mutex
+	emails []string
+}
+
+func (s *recordingSender) InsertBatch(_ context.Context, _ sink.BulkOptions, rows []sink.Subscriber) (sink.BatchResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rows {
+		s.emails = append(s.emails, r.Email)
+	}
+	return sink.BatchResult{Sent: len(rows), Requests: 1}, nil
+}
+
+// TestPipelineKeepsSourceOrder: records are mapped on several goroutines, a chunk each, and
+// still come out in source order (the deduper's "last row wins" and the checkpoints rely on
+// it), rejects included.
+func TestPipelineKeepsSourceOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	const n = 25_500
+	var b strings.Builder
+	b.WriteString("E-post,Fornavn\n")
+	for i := 1; i <= n; i++ {
+		if i%1000 == 7 {
+			fmt.Fprintf(&b, "not-an-address-%d,Feil\n", i)
+			continue
+		}
+		fmt.Fprintf(&b, "person%d@example.com,Ola%d\n", i, i)
+	}
+	path := filepath.Join(dir, "contacts.csv")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	db, err := state.OpenSQLite(ctx, filepath.Join(dir, "subsync.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = state.Migrate(ctx, db, state.SQLite)
+	require.NoError(t, err)
+	store := state.New(db, state.SQLite)
+	run, err := store.ClaimRun(ctx, state.Claim{JobID: 1, Kind: KindImport, Owner: "o", TTL: time.Minute})
+	require.NoError(t, err)
+	r, err := sources.Open(ctx, sources.Config{Path: path})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	spec, _ := mapping.Spec{}.WithAuto(r.Header())
+	m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
+	require.NoError(t, err)
+
+	sender := &recordingSender{}
+	p := &pipeline{store: store, sender: sender, log: slog.New(slog.DiscardHandler), reader: r, mapper: m,
+		mapWorkers: 3, dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o",
+		ttl: time.Minute, windowSize: 1, suppressionMode: SuppressionSkip, fps: state.NewFingerprintSet(7),
+		fpFlush: 1 << 20, stopping: make(chan struct{})}
+	require.NoError(t, p.run(ctx, 0))
+
+	var want []string
+	for i := 1; i <= n; i++ {
+		if i%1000 != 7 {
+			want = append(want, fmt.Sprintf("person%d@example.com", i))
+		}
+	}
+	require.Equal(t, want, sender.emails)
+	var lines, wantLines []int
+	require.NoError(t, store.Rejects(ctx, run.ID, func(rj state.Reject) error {
+		lines = append(lines, rj.Line)
+		return nil
+	}))
+	for i := 7; i <= n; i += 1000 {
+		wantLines = append(wantLines, i+1) // after the header
+	}
+	require.Equal(t, wantLines, lines)
+	got, err := store.Run(ctx, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(n), got.Position)
+	require.Equal(t, state.Counts{Read: n, Sent: int64(len(want)), Rejected: int64(len(wantLines)), Batches: 26, Requests: 26}, got.Counts)
 }
 
 func indexOf(rows []sink.Subscriber, email string) int {

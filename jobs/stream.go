@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
@@ -98,6 +99,7 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		log:             log,
 		reader:          r,
 		mapper:          m,
+		mapWorkers:      runtime.GOMAXPROCS(0),
 		dedupe:          m.NewDeduper(),
 		mappingFP:       m.Fingerprint(),
 		listID:          s.listID,
