@@ -198,12 +198,29 @@ func serialDate(n, width int) (civil, string) {
 	case n == 60:
 		return civil{}, "is 29 February 1900, a day that does not exist"
 	}
-	// Excel counts 1900-02-29, which did not exist: from serial 61 on, day 0 is 1899-12-30.
-	epoch := time.Date(1899, 12, 31, 0, 0, 0, 0, time.UTC)
+	// Excel counts 1900-02-29, which did not exist: from serial 61 on, day 0 is 1899-12-30
+	// (25,569 days before 1970-01-01), before it 1899-12-31.
 	if n > 60 {
-		epoch = time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)
+		return civilFromDays(n - 25569), ""
 	}
-	return civilOf(epoch.AddDate(0, 0, n)), ""
+	return civilFromDays(n - 25568), ""
+}
+
+// civilFromDays returns the date z days after 1970-01-01, for z from -719468 on (the
+// algorithm of Howard Hinnant's "chrono-compatible low-level date algorithms": eras of
+// 400 years, years starting on 1 March).
+func civilFromDays(z int) civil {
+	z += 719468
+	era := z / 146097
+	doe := z - era*146097                                  // day of the era
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // year of the era
+	doy := doe - (365*yoe + yoe/4 - yoe/100)               // day of the year, from 1 March
+	mp := (5*doy + 2) / 153                                // month, from March
+	c := civil{y: yoe + era*400, d: doy - (153*mp+2)/5 + 1, m: mp + 3}
+	if mp >= 10 {
+		c.m, c.y = mp-9, c.y+1
+	}
+	return c
 }
 
 func daysIn(y, m int) int {

@@ -65,6 +65,7 @@ type op struct {
 	sep     string
 	what    string // how a message names the value: "the phone number"
 	slot    int    // consent and custom fields: index in Mapper.fields
+	asIs    bool   // values may be mapped as they stand (see applyAsIs)
 }
 
 // Row is a source row mapped to a subscriber payload.
@@ -243,7 +244,12 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 	// A payload's fields in name order, the order they are encoded in; each op writes its slot.
 	slices.SortFunc(m.fields, func(a, b sink.Field) int { return strings.Compare(a.Name, b.Name) })
 	for i := range m.ops {
-		m.ops[i].slot = slices.IndexFunc(m.fields, func(f sink.Field) bool { return f.Name == m.ops[i].name })
+		o := &m.ops[i]
+		o.slot = slices.IndexFunc(m.fields, func(f sink.Field) bool { return f.Name == o.name })
+		switch o.kind {
+		case kEmail, kPhone, kBirthday, kConsent, kCustomNumber, kCustomDate:
+			o.asIs = true
+		}
 	}
 	for i, t := range spec.Tags {
 		v, ok := clean(t)
@@ -553,7 +559,7 @@ func (m *Mapper) RejectRow(rec sources.Record, err *sources.RowError) Reject {
 
 // apply maps one value (a cell, or a constant) into row.
 func (m *Mapper) apply(row *Row, o *op, rec *sources.Record, raw string) *Reject {
-	if m.applyAsIs(row, o, raw) {
+	if o.asIs && m.applyAsIs(row, o, raw) {
 		return nil
 	}
 	return m.applyClean(row, o, rec, raw)

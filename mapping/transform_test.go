@@ -3,6 +3,7 @@ package mapping
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -450,4 +451,16 @@ func TestMatchChoice(t *testing.T) {
 	require.Equal(t, "Håndball", got)
 	_, ok = matchChoice("Handball", choices)
 	require.False(t, ok, "accents are significant in choices")
+}
+
+// civilFromDays must agree with the calendar of package time for every Excel day number.
+func TestCivilFromDays(t *testing.T) {
+	t.Parallel()
+	epoch := time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	for z := -25568; z <= 3_000_000; z++ {
+		y, m, d := epoch.AddDate(0, 0, z).Date()
+		if got, want := civilFromDays(z), (civil{y, int(m), d}); got != want {
+			t.Fatalf("civilFromDays(%d) = %v, want %v", z, got, want)
+		}
+	}
 }

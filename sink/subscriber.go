@@ -189,22 +189,20 @@ var jsonSafe = func() (t [256]bool) {
 // plainPrefix returns where, from i on, the first byte of s is that a JSON string cannot
 // hold as it is, or len(s). Most values have none, and are then copied whole.
 //
-// It checks eight bytes at a time, the last eight overlapping bytes already checked, with
-// bit tricks on one 64-bit word: a byte below n borrows in x-n and sets its top bit, and
-// x^q has a zero byte where x has q. What is left (a value shorter than eight bytes, or a
-// word with a byte to look at) goes a byte at a time.
+// It checks eight bytes at a time while they are plain ASCII, with bit tricks on one 64-bit
+// word: a byte below n borrows in x-n and sets its top bit, and x^q has a zero byte where x
+// has q. The rest goes a byte at a time.
 func plainPrefix(s string, i int) int {
 	const ones, tops = 0x0101010101010101, 0x8080808080808080
-	for i < len(s) && len(s) >= 8 {
-		j := min(i, len(s)-8)
-		w := s[j : j+8]
+	for i+8 <= len(s) {
+		w := s[i : i+8]
 		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
 			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 		q, bs := x^(ones*'"'), x^(ones*'\\')
 		if (x|(x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&tops != 0 {
 			break
 		}
-		i = j + 8
+		i += 8
 	}
 	for i < len(s) {
 		c := s[i]
