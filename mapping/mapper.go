@@ -90,14 +90,17 @@ type Row struct {
 // Mapper turns source records into subscriber payloads. It is immutable once compiled and
 // safe for concurrent use.
 type Mapper struct {
-	header      []string
-	ops         []op // the email op first
-	base        sink.Subscriber
-	fields      []sink.Field // every consent and custom field a payload can have, by name, with constant values
-	baseTags    []string
-	status      string // constant status
-	statusMob   string
-	hasConsent  bool
+	header     []string
+	ops        []op // the email op first
+	base       sink.Subscriber
+	fields     []sink.Field // every consent and custom field a payload can have, by name, with constant values
+	baseTags   []string
+	status     string // constant status
+	statusMob  string
+	hasConsent bool
+	// consent are the slots in fields of SAMTYKKEEPOST, SAMTYKKESMS and SAMTYKKEEPOSTOGSMS,
+	// -1 for one the mapping does not give.
+	consent     [3]int
 	hasTagCols  bool
 	country     string // default country calling code, digits only
 	birthday    dateRule
@@ -243,6 +246,9 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 	m.compileConstants(&e, spec, fields, claim)
 	// A payload's fields in name order, the order they are encoded in; each op writes its slot.
 	slices.SortFunc(m.fields, func(a, b sink.Field) int { return strings.Compare(a.Name, b.Name) })
+	for i, name := range []string{sink.ConsentEmail, sink.ConsentSMS, sink.ConsentEmailAndSMS} {
+		m.consent[i] = slices.IndexFunc(m.fields, func(f sink.Field) bool { return f.Name == name })
+	}
 	for i := range m.ops {
 		o := &m.ops[i]
 		o.slot = slices.IndexFunc(m.fields, func(f sink.Field) bool { return f.Name == o.name })
@@ -514,6 +520,15 @@ func (m *Mapper) Map(rec sources.Record) (Row, *Reject) {
 			return Row{}, rej
 		}
 	}
+	if m.hasConsent { // the fields still line up with m.fields
+		f := row.Sub.Fields
+		if m.consentNo(f, m.consent[0]) && row.Status != sink.StatusBounce {
+			row.Status = sink.StatusUnsubscribed
+		}
+		if m.consentNo(f, m.consent[1]) && row.StatusMobile != sink.StatusBounce {
+			row.StatusMobile = sink.StatusUnsubscribed
+		}
+	}
 	if len(row.Sub.Fields) > 0 {
 		// Drop the fields this row has no value for: a payload never clears a value.
 		kept := row.Sub.Fields[:0]
@@ -527,24 +542,16 @@ func (m *Mapper) Map(rec sources.Record) (Row, *Reject) {
 			row.Sub.Fields = nil
 		}
 	}
-	if m.hasConsent {
-		if consentNo(&row.Sub, sink.ConsentEmail) && row.Status != sink.StatusBounce {
-			row.Status = sink.StatusUnsubscribed
-		}
-		if consentNo(&row.Sub, sink.ConsentSMS) && row.StatusMobile != sink.StatusBounce {
-			row.StatusMobile = sink.StatusUnsubscribed
-		}
-	}
 	return row, nil
 }
 
-// consentNo reports whether the consent says no: the specific field, or else the combined
-// SAMTYKKEEPOSTOGSMS.
-func consentNo(s *sink.Subscriber, specific string) bool {
-	if v := s.Field(specific); v != "" {
-		return v == ConsentNo
+// consentNo reports whether a row's fields f (one for each of m.fields) say no to consent:
+// the specific field in slot, or else the combined SAMTYKKEEPOSTOGSMS.
+func (m *Mapper) consentNo(f []sink.Field, slot int) bool {
+	if slot >= 0 && f[slot].Value != "" {
+		return f[slot].Value == ConsentNo
 	}
-	return s.Field(sink.ConsentEmailAndSMS) == ConsentNo
+	return m.consent[2] >= 0 && f[m.consent[2]].Value == ConsentNo
 }
 
 // RejectRow turns a row the source could not read into a reject, naming the column from the

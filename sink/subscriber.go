@@ -153,8 +153,8 @@ func (s Subscriber) AppendJSON(dst []byte) []byte {
 		}
 		first = false
 		dst = appendString(dst, name)
-		dst = append(dst, ':')
-		dst = appendString(dst, v)
+		dst = append(dst, ':', '"')
+		dst = appendStringBody(dst, v)
 	}
 	for _, f := range s.SortedFields() {
 		custom(f.Name, f.Value)
