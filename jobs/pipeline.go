@@ -39,8 +39,9 @@ const (
 
 // pipeline streams one run: source → mapping → dedupe → filters (suppression, delta) →
 // batches (≤1000, one per status group) → the service, with up to window batches sent and
-// not yet checkpointed. A producer goroutine reads, maps and filters; the run goroutine
-// batches, sends and checkpoints; senders and the committer report back over channels.
+// not yet checkpointed. Producer goroutines read, map (on every core) and filter; the run
+// goroutine batches, sends and checkpoints; senders and the committer report back over
+// channels.
 //
 // The checkpoint is the highest ordinal below which every row is done: rejected, filtered,
 // or in a batch the service acknowledged. A checkpoint carries the counts, rejects and
@@ -206,9 +207,9 @@ type chunk struct {
 // run streams the source until its end, ctx's end, a failure, or the runtime stopping. It
 // returns nil when every row is done and checkpointed, errInterrupted on a stop.
 //
-// Two goroutines do the work: the producer reads, maps, dedupes and filters the source in
-// chunks; this one places rows in batches, sends them and checkpoints, so that mapping the
-// next rows overlaps with sending and checkpointing the previous ones.
+// The producer (see produce) reads, maps, dedupes and filters the source in chunks; this
+// goroutine places rows in batches, sends them and checkpoints, so that mapping the next
+// rows overlaps with sending and checkpointing the previous ones.
 func (p *pipeline) run(ctx context.Context, startPos int64) (err error) {
 	p.pos, p.lastRead = startPos, startPos
 	p.open = map[groupKey]*batch{}
