@@ -27,7 +27,7 @@ const (
 func normEmail(s string) (string, string) {
 	if plain, upper := plainEmail(s); plain {
 		if upper {
-			s = lowerASCII(s)
+			s = lowerLatin1(s)
 		}
 		return s, ""
 	}
@@ -111,10 +111,11 @@ var emailClass = func() (t [256]uint8) {
 	return t
 }()
 
-// plainEmail reports, in one pass, whether s is an ASCII address that, lower-cased, passes
-// every check of normEmail, and whether it has upper case to lower. That is the common case,
-// settled without the checks one by one (which run for anything else, and say what is
-// wrong). It never accepts what those checks would refuse.
+// plainEmail reports, in one pass, whether s is an address that, lower-cased, passes every
+// check of normEmail, and whether it has upper case to lower. It takes ASCII and the letters
+// of Latin-1 (à, Æ, ø, ß …, two bytes starting 0xC3), outside the top-level domain. That is
+// the common case, settled without the checks one by one (which run for anything else, and
+// say what is wrong). It never accepts what those checks would refuse.
 func plainEmail(s string) (plain, upper bool) {
 	if len(s) > maxEmail {
 		return false, false
@@ -126,6 +127,12 @@ func plainEmail(s string) (plain, upper bool) {
 		k := emailClass[c]
 		flags |= k
 		if k&emailLocal != 0 {
+			dot = false
+			continue
+		}
+		if latin1Letter(s, i) {
+			flags |= latin1Upper(s[i+1])
+			i++
 			dot = false
 			continue
 		}
@@ -143,26 +150,34 @@ func plainEmail(s string) (plain, upper bool) {
 	if len(d) > maxDomain {
 		return false, false
 	}
-	label := 0 // start of the current label
+	label := 0     // start of the current label
+	latin := false // the current label has a Latin-1 letter
 	for j := 0; j <= len(d); j++ {
 		if j < len(d) && d[j] != '.' {
 			k := emailClass[d[j]]
 			flags |= k
-			if k&emailDomain == 0 {
+			if k&emailDomain != 0 {
+				continue
+			}
+			if !latin1Letter(d, j) {
 				return false, false
 			}
+			flags |= latin1Upper(d[j+1])
+			latin = true
+			j++
 			continue
 		}
 		if n := j - label; n == 0 || n > maxDomainPart || d[label] == '-' || d[j-1] == '-' {
 			return false, false
 		}
 		if j < len(d) {
-			label = j + 1
+			label, latin = j+1, false
 		}
 	}
-	// The top-level domain (the last label): at least two characters, not all digits.
+	// The top-level domain (the last label): at least two characters, not all digits (and
+	// ASCII here, where bytes are characters).
 	tld := d[label:]
-	if label == 0 || len(tld) < 2 {
+	if label == 0 || len(tld) < 2 || latin {
 		return false, false
 	}
 	for k := 0; k < len(tld); k++ {
@@ -258,17 +273,39 @@ func quoteRune(r rune) string {
 
 const hexDigits = "0123456789ABCDEF"
 
-// lowerASCII lower-cases s, which is ASCII.
-func lowerASCII(s string) string {
+// latin1Letter reports whether s holds at i a letter of Latin-1 (U+00C0 to U+00FF but × and
+// ÷): 0xC3 and a second byte.
+func latin1Letter(s string, i int) bool {
+	return s[i] == 0xC3 && i+1 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+1] != 0x97 && s[i+1] != 0xB7
+}
+
+// latin1Upper returns emailUpper when the second byte b of a Latin-1 letter makes it upper
+// case (À to Þ).
+func latin1Upper(b byte) uint8 {
+	if b <= 0x9E {
+		return emailUpper
+	}
+	return 0
+}
+
+// lowerLatin1 lower-cases s, which has no runes but ASCII and U+0080..U+00FF: A..Z by
+// +0x20, and À..Þ (C3 80..9E, but × at C3 97) by +0x20 in their second byte.
+func lowerLatin1(s string) string {
 	var buf [64]byte
 	b := buf[:0]
 	if len(s) > len(buf) {
 		b = make([]byte, 0, len(s))
 	}
 	b = append(b, s...)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case 'A' <= c && c <= 'Z':
 			b[i] = c + 'a' - 'A'
+		case c == 0xC3:
+			i++
+			if c = b[i]; c <= 0x9E && c != 0x97 {
+				b[i] = c + 0x20
+			}
 		}
 	}
 	return string(b)
@@ -294,22 +331,5 @@ func lower(s string) string {
 	if !upper {
 		return s
 	}
-	var buf [64]byte
-	b := buf[:0]
-	if len(s) > len(buf) {
-		b = make([]byte, 0, len(s))
-	}
-	b = append(b, s...)
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case 'A' <= c && c <= 'Z':
-			b[i] = c + 'a' - 'A'
-		case c == 0xC3:
-			i++
-			if c = b[i]; c <= 0x9E && c != 0x97 {
-				b[i] = c + 0x20
-			}
-		}
-	}
-	return string(b)
+	return lowerLatin1(s)
 }

@@ -180,7 +180,8 @@ func FuzzPlainEmail(f *testing.F) {
 		"a@" + strings.Repeat("b", 63) + ".no", "a@" + strings.Repeat("b", 64) + ".no",
 		strings.Repeat("a", 64) + "@b.no", strings.Repeat("a", 65) + "@b.no",
 		strings.Repeat("a", 64) + "@" + strings.Repeat(strings.Repeat("b", 62)+".", 3) + "no",
-		"ø@bø.no", "a@xn--b-5ga.no", "a@[1.2.3.4]", "a\"b@c.no"} {
+		"ø@bø.no", "a@xn--b-5ga.no", "a@[1.2.3.4]", "a\"b@c.no", "Åse.Ærø@Bø.NO", "a@b.ø", "a@b.øø", "a@ø.no",
+		"×@b.no", "a÷b@c.no", "ÿß@b.no", "a@b.Ø", "a\xc3@b.no", "a@b\xc3.no", "ø" + strings.Repeat("a", 63) + "@b.no"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -720,7 +720,7 @@ func (m *Mapper) applyAsIs(row *Row, o *op, raw string) bool {
 			return false
 		}
 		if upper {
-			v = lowerASCII(v)
+			v = lowerLatin1(v)
 		}
 		row.Sub.Email = v
 	case kPhone:

@@ -44,7 +44,7 @@ Medlemsnr = "custom:Medlemsnummer"
 Medlemstype = "custom:Medlemstype"
 `
 	header := []string{"E-post", "Fornavn", "Etternavn", "Mobil", "Født", "Nyhetsbrev", "Medlemsnr", "Medlemstype"}
-	pool := benchInput(10_000, header)
+	pool := benchInput(b, 10_000, header)
 	workers := runtime.GOMAXPROCS(0)
 	for _, inFlight := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("in_flight=%d", inFlight), func(b *testing.B) {
