@@ -48,7 +48,6 @@ func TestPipelineOrdersDuplicates(t *testing.T) {
 	t.Parallel()
 
 	ctx := context.Background()
-	dir := t.TempDir()
 	var b strings.Builder
 	b.WriteString("E-post,Fornavn\n")
 	for i := 1; i <= 2500; i++ {
@@ -58,31 +57,11 @@ func TestPipelineOrdersDuplicates(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "person%d@example.com,Ola%d\n", i, i)
 	}
-	path := filepath.Join(dir, "contacts.csv")
-	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
-
-	db, err := state.OpenSQLite(ctx, filepath.Join(dir, "subsync.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	_, err = state.Migrate(ctx, db, state.SQLite)
-	require.NoError(t, err)
-	store := state.New(db, state.SQLite)
-	run, err := store.ClaimRun(ctx, state.Claim{JobID: 1, Kind: KindImport, Owner: "o", TTL: time.Minute})
-	require.NoError(t, err)
-
-	r, err := sources.Open(ctx, sources.Config{Path: path})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.Close() })
-	spec, _ := mapping.Spec{}.WithAuto(r.Header())
-	m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
-	require.NoError(t, err)
-
 	sender := &holdingSender{calls: make(chan heldCall)}
+	p, store, run := testPipeline(t, b.String(), sender)
+	p.windowSize = 4
 	waits := make(chan int, 16)
-	p := &pipeline{store: store, sender: sender, log: slog.New(slog.DiscardHandler), reader: r, mapper: m,
-		mapWorkers: 3, dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o", ttl: time.Minute,
-		windowSize: 4, suppressionMode: SuppressionSkip, fps: state.NewFingerprintSet(7), fpFlush: 1 << 20,
-		stopping: make(chan struct{}), onConflictWait: func(seq int) { waits <- seq }}
+	p.onConflictWait = func(seq int) { waits <- seq }
 	done := make(chan error, 1)
 	go func() { done <- p.run(ctx, 0) }()
 
@@ -137,7 +116,6 @@ func (s *recordingSender) InsertBatch(_ context.Context, _ sink.BulkOptions, row
 func TestPipelineKeepsSourceOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := t.TempDir()
 	const n = 25_500
 	var b strings.Builder
 	b.WriteString("E-post,Fornavn\n")
@@ -148,28 +126,9 @@ func TestPipelineKeepsSourceOrder(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "person%d@example.com,Ola%d\n", i, i)
 	}
-	path := filepath.Join(dir, "contacts.csv")
-	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
-	db, err := state.OpenSQLite(ctx, filepath.Join(dir, "subsync.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	_, err = state.Migrate(ctx, db, state.SQLite)
-	require.NoError(t, err)
-	store := state.New(db, state.SQLite)
-	run, err := store.ClaimRun(ctx, state.Claim{JobID: 1, Kind: KindImport, Owner: "o", TTL: time.Minute})
-	require.NoError(t, err)
-	r, err := sources.Open(ctx, sources.Config{Path: path})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.Close() })
-	spec, _ := mapping.Spec{}.WithAuto(r.Header())
-	m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
-	require.NoError(t, err)
-
 	sender := &recordingSender{}
-	p := &pipeline{store: store, sender: sender, log: slog.New(slog.DiscardHandler), reader: r, mapper: m,
-		mapWorkers: 3, dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o",
-		ttl: time.Minute, windowSize: 1, suppressionMode: SuppressionSkip, fps: state.NewFingerprintSet(7),
-		fpFlush: 1 << 20, stopping: make(chan struct{})}
+	p, store, run := testPipeline(t, b.String(), sender)
+	p.windowSize = 1
 	require.NoError(t, p.run(ctx, 0))
 
 	var want []string
@@ -192,6 +151,34 @@ func TestPipelineKeepsSourceOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(n), got.Position)
 	require.Equal(t, state.Counts{Read: n, Sent: int64(len(want)), Rejected: int64(len(wantLines)), Batches: 26, Requests: 26}, got.Counts)
+}
+
+// testPipeline is a pipeline of an import of the CSV text, its columns mapped by name, on
+// a fresh SQLite store, with three goroutines mapping; the caller sets its window.
+func testPipeline(t *testing.T, csvText string, sender batchSender) (*pipeline, *state.Store, state.Run) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "contacts.csv")
+	require.NoError(t, os.WriteFile(path, []byte(csvText), 0o600))
+	db, err := state.OpenSQLite(ctx, filepath.Join(dir, "subsync.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = state.Migrate(ctx, db, state.SQLite)
+	require.NoError(t, err)
+	store := state.New(db, state.SQLite)
+	run, err := store.ClaimRun(ctx, state.Claim{JobID: 1, Kind: KindImport, Owner: "o", TTL: time.Minute})
+	require.NoError(t, err)
+	r, err := sources.Open(ctx, sources.Config{Path: path})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	spec, _ := mapping.Spec{}.WithAuto(r.Header())
+	m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
+	require.NoError(t, err)
+	return &pipeline{store: store, sender: sender, log: slog.New(slog.DiscardHandler), reader: r, mapper: m,
+		mapWorkers: 3, dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o",
+		ttl: time.Minute, suppressionMode: SuppressionSkip, fps: state.NewFingerprintSet(7), fpFlush: 1 << 20,
+		stopping: make(chan struct{})}, store, run
 }
 
 func indexOf(rows []sink.Subscriber, email string) int {
