@@ -158,17 +158,9 @@ func TestPipelineKeepsSourceOrder(t *testing.T) {
 func testPipeline(t *testing.T, csvText string, sender batchSender) (*pipeline, *state.Store, state.Run) {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "contacts.csv")
+	path := filepath.Join(t.TempDir(), "contacts.csv")
 	require.NoError(t, os.WriteFile(path, []byte(csvText), 0o600))
-	db, err := state.OpenSQLite(ctx, filepath.Join(dir, "subsync.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	_, err = state.Migrate(ctx, db, state.SQLite)
-	require.NoError(t, err)
-	store := state.New(db, state.SQLite)
-	run, err := store.ClaimRun(ctx, state.Claim{JobID: 1, Kind: KindImport, Owner: "o", TTL: time.Minute})
-	require.NoError(t, err)
+	store, run := testRun(t)
 	r, err := sources.Open(ctx, sources.Config{Path: path})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
@@ -179,6 +171,21 @@ func testPipeline(t *testing.T, csvText string, sender batchSender) (*pipeline, 
 		mapWorkers: 3, dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o",
 		ttl: time.Minute, suppressionMode: SuppressionSkip, fps: state.NewFingerprintSet(7), fpFlush: 1 << 20,
 		stopping: make(chan struct{})}, store, run
+}
+
+// testRun is a fresh SQLite store holding one claimed import run.
+func testRun(t *testing.T) (*state.Store, state.Run) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := state.OpenSQLite(ctx, filepath.Join(t.TempDir(), "subsync.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = state.Migrate(ctx, db, state.SQLite)
+	require.NoError(t, err)
+	store := state.New(db, state.SQLite)
+	run, err := store.ClaimRun(ctx, state.Claim{JobID: 1, Kind: KindImport, Owner: "o", TTL: time.Minute})
+	require.NoError(t, err)
+	return store, run
 }
 
 func indexOf(rows []sink.Subscriber, email string) int {
@@ -213,15 +220,7 @@ func TestPipelineCancelledIsNotComplete(t *testing.T) {
 	t.Parallel()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	dir := t.TempDir()
-	db, err := state.OpenSQLite(ctx, filepath.Join(dir, "subsync.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	_, err = state.Migrate(ctx, db, state.SQLite)
-	require.NoError(t, err)
-	store := state.New(db, state.SQLite)
-	run, err := store.ClaimRun(ctx, state.Claim{JobID: 1, Kind: KindImport, Owner: "o", TTL: time.Minute})
-	require.NoError(t, err)
+	store, run := testRun(t)
 	r := &blockingReader{n: 10}
 	spec, _ := mapping.Spec{}.WithAuto(r.Header())
 	m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
