@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,33 +190,83 @@ var jsonSafe = func() (t [256]bool) {
 // plainPrefix returns where, from i on, the first byte of s is that a JSON string cannot
 // hold as it is, or len(s). Most values have none, and are then copied whole.
 //
-// It checks eight bytes at a time while they are plain ASCII, with bit tricks on one 64-bit
-// word: a byte below n borrows in x-n and sets its top bit, and x^q has a zero byte where x
-// has q. The rest goes a byte at a time.
+// A string of eight bytes or more is checked eight bytes at a time, with bit tricks on one
+// 64-bit word (see unplain); its last bytes as the word that ends it, which overlaps bytes
+// already checked. A two-byte rune (å, ø …) is stepped over and the word-wise check goes on
+// after it. A shorter string goes byte by byte.
 func plainPrefix(s string, i int) int {
-	const ones, tops = 0x0101010101010101, 0x8080808080808080
-	for i+8 <= len(s) {
-		w := s[i : i+8]
-		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-		q, bs := x^(ones*'"'), x^(ones*'\\')
-		if (x|(x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&tops != 0 {
-			break
+	if len(s) < 8 {
+		if i == 0 && len(s) >= 4 {
+			// Two words of four bytes, overlapping when s is shorter than eight.
+			x := word4(s, 0) | word4(s, len(s)-4)<<32
+			if unplain(x) == 0 {
+				return len(s)
+			}
 		}
-		i += 8
+		for i < len(s) {
+			switch c := s[i]; {
+			case jsonSafe[c]:
+				i++
+			case twoByteRune(s, i):
+				i += 2
+			default:
+				return i
+			}
+		}
+		return i
 	}
 	for i < len(s) {
-		c := s[i]
-		switch {
-		case jsonSafe[c]:
-			i++
-		case 0xC2 <= c && c <= 0xDF && i+1 < len(s) && s[i+1]&0xC0 == 0x80:
-			i += 2 // a valid two-byte rune (å, ø …)
-		default:
+		j := min(i, len(s)-8) // the word from i, or the one that ends s
+		x := word(s, j)
+		if j < i {
+			// The bytes of the word before i were checked already; they may be part of a
+			// two-byte rune, or have been escaped, and would be flagged or borrow from the
+			// bytes after them: check them as plain letters instead.
+			low := uint64(1)<<(uint(i-j)*8) - 1
+			x = x&^low | 0x6161616161616161&low
+		}
+		m := unplain(x)
+		if m == 0 {
+			i = j + 8
+			continue
+		}
+		i = j + bits.TrailingZeros64(m)/8
+		if !twoByteRune(s, i) {
 			return i
 		}
+		i += 2
 	}
 	return i
+}
+
+// twoByteRune reports whether a valid two-byte rune (U+0080..U+07FF: å, ø …) starts at s[i].
+func twoByteRune(s string, i int) bool {
+	return 0xC2 <= s[i] && s[i] <= 0xDF && i+1 < len(s) && s[i+1]&0xC0 == 0x80
+}
+
+// word returns the eight bytes of s from i on as a little-endian word: s[i] is its lowest
+// byte.
+func word(s string, i int) uint64 {
+	w := s[i : i+8]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+}
+
+// word4 returns the four bytes of s from i on as a little-endian word.
+func word4(s string, i int) uint64 {
+	w := s[i : i+4]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24
+}
+
+// unplain returns the top bit of every byte of x that is not plain ASCII for a JSON string
+// (0x80 and up, below 0x20, the quote, the backslash), or 0 when there is none. Of the
+// bits set, the lowest is exact: a byte below 0x20 borrows in x-0x20… and sets its own top
+// bit, and x^q has a zero byte where x has q, which borrows alike; a borrow only reaches
+// higher bytes, so it may set the bits of bytes after the first flagged one, never before.
+func unplain(x uint64) uint64 {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return (x | (x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs) & tops
 }
 
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as encoding/json does.
@@ -239,6 +290,10 @@ func appendStringBody(dst []byte, s string) []byte {
 				dst = append(dst, '\\', 'r')
 			case '\t':
 				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			default:
 				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
 			}

@@ -81,24 +81,46 @@ func TestSubscriberAppendJSONDeterministic(t *testing.T) {
 	}
 }
 
-// appendString checks eight bytes at a time; every character that needs escaping must be
-// caught wherever it stands in the word, and the result must be what encoding/json writes.
+// appendString checks eight bytes at a time, the last bytes of a string as the word that ends
+// it, and goes on word by word after a two-byte rune; every character that needs escaping
+// must be caught wherever it stands, in strings of every length, after a two-byte rune or
+// not, and the result must be what encoding/json writes.
 func TestAppendStringEscapesAtEveryPosition(t *testing.T) {
 	t.Parallel()
 	specials := []string{"\"", "\\", "\n", "\r", "\t", "\x00", "\x01", "\x1f", "\x7f", " ", "~", "ø", "Å", "\u2028", "\u2029", "€", "😀", "\xff", "\xc3", "\xe2\x80", "\xc3\x28", "<&>"}
+	for _, sp := range specials {
+		for n := 0; n <= 20; n++ { // plain bytes around the special one
+			for pos := 0; pos <= n; pos++ {
+				// After it, "b" or the space: the lowest plain byte, which a byte below it
+				// would borrow from in a word-wise check.
+				for _, after := range []string{"b", " "} {
+					s := strings.Repeat("a", pos) + sp + strings.Repeat(after, n-pos)
+					checkAppendString(t, s)
+					for r := 0; r <= n; r++ { // and a two-byte rune before or after it
+						checkAppendString(t, s[:r]+"ø"+s[r:])
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzAppendString checks appendString against encoding/json on any string.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "ola.nordmann@example.no", "Bjørn Ærø", "a\"b\\c\nd", "\xc3\x28abcdefgh", "abcdefgø\x01"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkAppendString)
+}
+
+func checkAppendString(t *testing.T, s string) {
 	var want bytes.Buffer
 	enc := json.NewEncoder(&want)
 	enc.SetEscapeHTML(false)
-	for _, sp := range specials {
-		for pos := 0; pos <= 17; pos++ {
-			s := strings.Repeat("a", pos) + sp + strings.Repeat("b", 17-pos)
-			want.Reset()
-			if err := enc.Encode(s); err != nil {
-				t.Fatal(err)
-			}
-			if got := string(appendString(nil, s)); got != strings.TrimSuffix(want.String(), "\n") {
-				t.Fatalf("appendString(%q) = %s, want %s", s, got, want.String())
-			}
-		}
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(appendString(nil, s)); got != strings.TrimSuffix(want.String(), "\n") {
+		t.Fatalf("appendString(%q) = %s, want %s", s, got, want.String())
 	}
 }
