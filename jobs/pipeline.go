@@ -73,6 +73,7 @@ type pipeline struct {
 	fps             *state.FingerprintSet // loaded for a delta run; collects what is acknowledged
 	fast            bool                  // a delta run with fingerprints: records are resolved before mapping
 	srcSeed         state.Hasher          // the start of every sourceHash
+	arena           mapping.Arena         // the values resolve maps, on produce's goroutine
 	srcCols         []int                 // the mapped columns, hashed by sourceHash
 	emailCol        int                   // the e-mail column
 	plan            bool                  // a dry run: outcomes carry the row's line, e-mail and status
@@ -341,8 +342,9 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 	for i := range n {
 		wg.Go(func() {
 			defer close(mapped[i])
+			var a mapping.Arena // this goroutine's: the values it maps
 			for c := range toMap[i] {
-				p.mapChunk(c)
+				p.mapChunk(&a, c)
 				mapped[i] <- c // drained below when this goroutine stops early
 			}
 		})
@@ -457,9 +459,9 @@ func (p *pipeline) read(ctx context.Context, startPos int64, out []chan *chunk) 
 // mapChunk is the second stage of produce: it maps the chunk's records into rows and
 // rejects. A delta run's records become candidates, mapped later only if they changed (see
 // resolve). Records done before a restart only give their e-mails, for the deduper.
-func (p *pipeline) mapChunk(c *chunk) {
+func (p *pipeline) mapChunk(a *mapping.Arena, c *chunk) {
 	for _, rec := range c.before {
-		if row, rej := p.mapper.Map(rec); rej == nil {
+		if row, rej := p.mapper.MapIn(a, rec); rej == nil {
 			c.observe = append(c.observe, row.Sub.Email)
 		}
 	}
@@ -471,7 +473,7 @@ func (p *pipeline) mapChunk(c *chunk) {
 			c.cands = append(c.cands, cand{rec: rec, email: email, src: p.sourceHash(rec), key: h.Sum64()})
 			continue
 		}
-		if row, rej := p.mapper.Map(rec); rej != nil {
+		if row, rej := p.mapper.MapIn(a, rec); rej != nil {
 			c.reject(*rej)
 		} else {
 			c.rows = append(c.rows, row)
@@ -592,7 +594,7 @@ func (p *pipeline) resolve(ctx context.Context, c *chunk) error {
 				// recorded the e-mail, so check counts it as the duplicate it is.
 			}
 		}
-		row, rej := p.mapper.Map(cd.rec)
+		row, rej := p.mapper.MapIn(&p.arena, cd.rec)
 		if rej != nil {
 			c.reject(*rej)
 			continue

@@ -164,7 +164,8 @@ Medlemstype = "custom:Medlemstype"
 }
 
 // mapEncode maps and JSON-encodes n records, going round recs, on workers goroutines that
-// take chunks of mapChunk records in turn, as the pipeline maps. It returns the bytes of JSON
+// take chunks of mapChunk records in turn and hold the values they map in an Arena each, as
+// the pipeline maps. It returns the bytes of JSON
 // made, or the first reject as an error. out, if not nil, gets the i-th payload at out[i].
 func mapEncode(m *Mapper, recs []sources.Record, n, workers int, out []sink.Subscriber) (int64, error) {
 	const mapChunk = 1000
@@ -174,6 +175,7 @@ func mapEncode(m *Mapper, recs []sources.Record, n, workers int, out []sink.Subs
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			var a Arena // as each of the pipeline's mapping goroutines has
 			buf := make([]byte, 0, 1024)
 			var made int64
 			defer func() { bytes.Add(made) }()
@@ -183,7 +185,7 @@ func mapEncode(m *Mapper, recs []sources.Record, n, workers int, out []sink.Subs
 					return
 				}
 				for i := from; i < min(from+mapChunk, n); i++ {
-					row, rej := m.Map(recs[i%len(recs)])
+					row, rej := m.MapIn(&a, recs[i%len(recs)])
 					if rej != nil {
 						mu.Lock()
 						firstErr = cmp.Or(firstErr, error(rej))

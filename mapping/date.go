@@ -76,7 +76,7 @@ func (r dateRule) fullYear(yy int) int {
 // (1 is 1900-01-01, a fraction is the time of day and is ignored). A four-digit number from
 // 1900 to 2100 is rejected as ambiguous (a year or a serial?), and so are dates without a year,
 // American month-first dates that do not fit day-first, and dates outside the field's range.
-func normDate(s string, r dateRule) (string, string) {
+func normDate(a *Arena, s string, r dateRule) (string, string) {
 	c, msg := parseDate(s, r)
 	if msg != "" {
 		return "", msg
@@ -93,7 +93,8 @@ func normDate(s string, r dateRule) (string, string) {
 	if len(s) == 10 && s[4] == '-' && s[7] == '-' {
 		return s, "" // already YYYY-MM-DD: no need to build it again
 	}
-	return c.String(), ""
+	var buf [10]byte
+	return a.str(c.append(buf[:0])), ""
 }
 
 const notADate = "is not a date (use dd.mm.yyyy or yyyy-mm-dd)"

@@ -24,10 +24,10 @@ const (
 // IP-address literals and single-label domains are rejected: real mailing lists do not
 // contain them, and the service would refuse them.
 // It returns the address and "" when valid, or a message saying what is wrong.
-func normEmail(s string) (string, string) {
+func normEmail(a *Arena, s string) (string, string) {
 	if plain, upper := plainEmail(s); plain {
 		if upper {
-			s = lowerLatin1(s)
+			s = lowerLatin1(a, s)
 		}
 		return s, ""
 	}
@@ -290,7 +290,7 @@ func latin1Upper(b byte) uint8 {
 
 // lowerLatin1 lower-cases s, which has no runes but ASCII and U+0080..U+00FF: A..Z by
 // +0x20, and À..Þ (C3 80..9E, but × at C3 97) by +0x20 in their second byte.
-func lowerLatin1(s string) string {
+func lowerLatin1(a *Arena, s string) string {
 	var buf [64]byte
 	b := buf[:0]
 	if len(s) > len(buf) {
@@ -308,7 +308,7 @@ func lowerLatin1(s string) string {
 			}
 		}
 	}
-	return string(b)
+	return a.str(b)
 }
 
 // lower returns s in lower case; s itself, without allocating, when it has no upper case.
@@ -331,5 +331,5 @@ func lower(s string) string {
 	if !upper {
 		return s
 	}
-	return lowerLatin1(s)
+	return lowerLatin1(nil, s)
 }

@@ -94,7 +94,7 @@ func checkRow(t *testing.T, row Row) {
 	if !json.Valid(js) {
 		t.Fatalf("payload is not JSON: %q", js)
 	}
-	if _, msg := normEmail(s.Email); msg != "" || s.Email != strings.ToLower(s.Email) {
+	if _, msg := normEmail(nil, s.Email); msg != "" || s.Email != strings.ToLower(s.Email) {
 		t.Fatalf("invalid e-mail in a payload: %q (%s)", s.Email, msg)
 	}
 	for _, v := range []string{s.Email, s.Firstname, s.Phone, s.Birthday, s.Gender} {
@@ -156,12 +156,12 @@ func FuzzAsIs(f *testing.F) {
 			o := &m.ops[i]
 			var fast Row
 			fast.Sub.Fields = slices.Clone(m.fields)
-			if !m.applyAsIs(&fast, o, raw) {
+			if !m.applyAsIs(&Arena{}, &fast, o, raw) { // and its values in an Arena
 				continue
 			}
 			var full Row
 			full.Sub.Fields = slices.Clone(m.fields)
-			if rej := m.applyClean(&full, o, &sources.Record{}, raw); rej != nil {
+			if rej := m.applyClean(nil, &full, o, &sources.Record{}, raw); rej != nil {
 				t.Fatalf("%s: %q maps as it is, but cleaned it is rejected: %v", o.column, raw, rej)
 			}
 			require.Equal(t, full, fast, "%s: %q", o.column, raw)
@@ -191,7 +191,7 @@ func FuzzPlainEmail(f *testing.F) {
 		}
 		require.Empty(t, checkEmail(lower(s)), "plainEmail accepts %q", s)
 		require.Equal(t, lower(s) != s, upper, "upper case in %q", s)
-		got, msg := normEmail(s)
+		got, msg := normEmail(nil, s)
 		require.Empty(t, msg)
 		require.Equal(t, lower(s), got)
 	})

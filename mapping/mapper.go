@@ -427,7 +427,7 @@ func (m *Mapper) compileConstants(e *SpecError, spec Spec, fields Fields, claim 
 			continue
 		}
 		var row Row
-		if rej := m.apply(&row, &o, &sources.Record{}, value); rej != nil {
+		if rej := m.apply(nil, &row, &o, &sources.Record{}, value); rej != nil {
 			e.add(key, "%s", rej.Message)
 			continue
 		}
@@ -501,13 +501,16 @@ func (m *Mapper) computeFingerprint() string {
 
 // Map turns one record into a payload, or into a reject naming the first problem found (the
 // e-mail address is checked first). Map never modifies rec.
-func (m *Mapper) Map(rec sources.Record) (Row, *Reject) {
+func (m *Mapper) Map(rec sources.Record) (Row, *Reject) { return m.MapIn(nil, rec) }
+
+// MapIn is Map with the values it makes held in a (see Arena); a nil a is Map.
+func (m *Mapper) MapIn(a *Arena, rec sources.Record) (Row, *Reject) {
 	row := Row{Ordinal: rec.Ordinal, Line: rec.Line, Sheet: rec.Sheet, Sub: m.base, Status: m.status, StatusMobile: m.statusMob}
 	if len(m.baseTags) > 0 {
 		row.Sub.Tags = m.baseTags
 	}
 	if len(m.fields) > 0 {
-		row.Sub.Fields = make([]sink.Field, len(m.fields))
+		row.Sub.Fields = a.fieldSlice(len(m.fields))
 		copy(row.Sub.Fields, m.fields)
 	}
 	for i := range m.ops {
@@ -516,7 +519,7 @@ func (m *Mapper) Map(rec sources.Record) (Row, *Reject) {
 		if o.col < len(rec.Values) {
 			raw = rec.Values[o.col]
 		}
-		if rej := m.apply(&row, o, &rec, raw); rej != nil {
+		if rej := m.apply(a, &row, o, &rec, raw); rej != nil {
 			return Row{}, rej
 		}
 	}
@@ -564,16 +567,16 @@ func (m *Mapper) RejectRow(rec sources.Record, err *sources.RowError) Reject {
 	return r
 }
 
-// apply maps one value (a cell, or a constant) into row.
-func (m *Mapper) apply(row *Row, o *op, rec *sources.Record, raw string) *Reject {
-	if o.asIs && m.applyAsIs(row, o, raw) {
+// apply maps one value (a cell, or a constant) into row, with the values it makes in a.
+func (m *Mapper) apply(a *Arena, row *Row, o *op, rec *sources.Record, raw string) *Reject {
+	if o.asIs && m.applyAsIs(a, row, o, raw) {
 		return nil
 	}
-	return m.applyClean(row, o, rec, raw)
+	return m.applyClean(a, row, o, rec, raw)
 }
 
 // applyClean cleans raw and maps it into row by the rules of o.
-func (m *Mapper) applyClean(row *Row, o *op, rec *sources.Record, raw string) *Reject {
+func (m *Mapper) applyClean(a *Arena, row *Row, o *op, rec *sources.Record, raw string) *Reject {
 	v, ok := clean(raw)
 	if !ok {
 		return m.reject(rec, o, raw, CodeInvalidEncoding, o.what+" is not valid UTF-8: the file's character encoding is probably not what subsync read it as")
@@ -586,7 +589,7 @@ func (m *Mapper) applyClean(row *Row, o *op, rec *sources.Record, raw string) *R
 	}
 	switch o.kind {
 	case kEmail:
-		email, msg := normEmail(v)
+		email, msg := normEmail(a, v)
 		if msg != "" {
 			return m.reject(rec, o, raw, CodeInvalidEmail, "the e-mail address "+msg)
 		}
@@ -603,13 +606,13 @@ func (m *Mapper) applyClean(row *Row, o *op, rec *sources.Record, raw string) *R
 			setField(&row.Sub, o.name, v)
 		}
 	case kPhone:
-		p, msg := normPhone(v, m.country)
+		p, msg := normPhone(a, v, m.country)
 		if msg != "" {
 			return m.reject(rec, o, raw, CodeInvalidPhone, "the phone number "+msg)
 		}
 		row.Sub.Phone = p
 	case kBirthday:
-		d, msg := normDate(v, m.birthday)
+		d, msg := normDate(a, v, m.birthday)
 		if msg != "" {
 			return m.reject(rec, o, raw, CodeInvalidDate, "the birthday "+msg)
 		}
@@ -655,7 +658,7 @@ func (m *Mapper) applyClean(row *Row, o *op, rec *sources.Record, raw string) *R
 		}
 		m.putField(row, o, n)
 	case kCustomDate:
-		d, msg := normDate(v, m.custDate)
+		d, msg := normDate(a, v, m.custDate)
 		if msg != "" {
 			return m.reject(rec, o, raw, CodeInvalidDate, o.what+" "+msg)
 		}
@@ -707,7 +710,7 @@ func (m *Mapper) applyClean(row *Row, o *op, rec *sources.Record, raw string) *R
 // the result is the same. It reports whether it mapped the value; when it did not, apply
 // cleans the value and says what is wrong with it, if anything. (Most values of these kinds
 // need no cleaning: this saves a pass over them.)
-func (m *Mapper) applyAsIs(row *Row, o *op, raw string) bool {
+func (m *Mapper) applyAsIs(a *Arena, row *Row, o *op, raw string) bool {
 	v := trimSpaces(raw)
 	if v == "" {
 		return false
@@ -720,15 +723,15 @@ func (m *Mapper) applyAsIs(row *Row, o *op, raw string) bool {
 			return false
 		}
 		if upper {
-			v = lowerLatin1(v)
+			v = lowerLatin1(a, v)
 		}
 		row.Sub.Email = v
 	case kPhone:
-		if v, msg = normPhone(v, m.country); msg == "" {
+		if v, msg = normPhone(a, v, m.country); msg == "" {
 			row.Sub.Phone = v
 		}
 	case kBirthday:
-		if v, msg = normDate(v, m.birthday); msg == "" {
+		if v, msg = normDate(a, v, m.birthday); msg == "" {
 			row.Sub.Birthday = v
 		}
 	case kConsent:
@@ -740,7 +743,7 @@ func (m *Mapper) applyAsIs(row *Row, o *op, raw string) bool {
 			m.putField(row, o, v)
 		}
 	case kCustomDate:
-		if v, msg = normDate(v, m.custDate); msg == "" {
+		if v, msg = normDate(a, v, m.custDate); msg == "" {
 			m.putField(row, o, v)
 		}
 	default:

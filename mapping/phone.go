@@ -118,7 +118,7 @@ func parseCountry(s string) (string, bool) {
 // in Sweden). A number of the default country written with its country code but no "+"
 // ("4791234567") is recognised by its length. Letters, extensions, several numbers in one
 // cell and numbers of an impossible length are rejected with a message.
-func normPhone(s, cc string) (string, string) {
+func normPhone(a *Arena, s, cc string) (string, string) {
 	var buf [24]byte
 	d := buf[:0]
 	intl := false
@@ -194,7 +194,7 @@ func normPhone(s, cc string) (string, string) {
 	out := append(buf2[:0], '+')
 	out = append(out, code...)
 	out = append(out, nsn...)
-	return string(out), ""
+	return a.str(out), ""
 }
 
 func lengthMessage(code string, p numberingPlan, got int) string {

@@ -114,8 +114,8 @@ func TestLowerAgreesWithToLower(t *testing.T) {
 				t.Fatalf("lower(%q) = %q, want %q", s, got, want)
 			}
 			if isLatin1(s) {
-				if got, want := lowerLatin1(s), strings.ToLower(s); got != want {
-					t.Fatalf("lowerLatin1(%q) = %q, want %q", s, got, want)
+				if got, want := lowerLatin1(nil, s), strings.ToLower(s); got != want {
+					t.Fatalf("lowerLatin1(nil, %q) = %q, want %q", s, got, want)
 				}
 			}
 		}
@@ -198,13 +198,13 @@ func TestNormEmail(t *testing.T) {
 		{strings.Repeat("a", 60) + "@" + strings.Repeat(strings.Repeat("b", 60)+".", 4) + "no", "", "longer than 254"},
 	}
 	for _, tc := range cases {
-		got, msg := normEmail(tc.in)
+		got, msg := normEmail(nil, tc.in)
 		if tc.wantErr != "" {
-			require.Contains(t, msg, tc.wantErr, "normEmail(%q)", tc.in)
+			require.Contains(t, msg, tc.wantErr, "normEmail(nil, %q)", tc.in)
 			continue
 		}
-		require.Empty(t, msg, "normEmail(%q)", tc.in)
-		require.Equal(t, tc.want, got, "normEmail(%q)", tc.in)
+		require.Empty(t, msg, "normEmail(nil, %q)", tc.in)
+		require.Equal(t, tc.want, got, "normEmail(nil, %q)", tc.in)
 	}
 }
 
@@ -264,13 +264,13 @@ func TestNormPhone(t *testing.T) {
 		{strings.Repeat("9", 30), "47", "", "too many digits"},
 	}
 	for _, tc := range cases {
-		got, msg := normPhone(tc.in, tc.cc)
+		got, msg := normPhone(nil, tc.in, tc.cc)
 		if tc.wantErr != "" {
-			require.Contains(t, msg, tc.wantErr, "normPhone(%q, %q)", tc.in, tc.cc)
+			require.Contains(t, msg, tc.wantErr, "normPhone(nil, %q, %q)", tc.in, tc.cc)
 			continue
 		}
-		require.Empty(t, msg, "normPhone(%q, %q)", tc.in, tc.cc)
-		require.Equal(t, tc.want, got, "normPhone(%q, %q)", tc.in, tc.cc)
+		require.Empty(t, msg, "normPhone(nil, %q, %q)", tc.in, tc.cc)
+		require.Equal(t, tc.want, got, "normPhone(nil, %q, %q)", tc.in, tc.cc)
 	}
 }
 
@@ -345,13 +345,13 @@ func TestNormDate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, msg := normDate(tc.in, tc.rule)
+			got, msg := normDate(nil, tc.in, tc.rule)
 			if tc.wantErr != "" {
-				require.Contains(t, msg, tc.wantErr, "normDate(%q)", tc.in)
+				require.Contains(t, msg, tc.wantErr, "normDate(nil, %q)", tc.in)
 				return
 			}
-			require.Empty(t, msg, "normDate(%q)", tc.in)
-			require.Equal(t, tc.want, got, "normDate(%q)", tc.in)
+			require.Empty(t, msg, "normDate(nil, %q)", tc.in)
+			require.Equal(t, tc.want, got, "normDate(nil, %q)", tc.in)
 		})
 	}
 }
