@@ -28,19 +28,30 @@ const (
 	arenaFieldsBlock = 512      // sink.Field values (16 KiB)
 )
 
-// str returns the bytes of b as a string in a's current block (a new block when it is full),
-// or a string of its own when a is nil or b is large.
+// str returns the bytes of b as a string in a's current block (see bytes).
 func (a *Arena) str(b []byte) string {
-	if a == nil || len(b) == 0 || len(b) > arenaTextBlock/8 {
-		return string(b)
+	t := a.bytes(len(b))
+	copy(t, b)
+	return unsafeString(t)
+}
+
+// bytes returns n bytes to write a value in, in a's current block (a new block when it is
+// full), or of their own when a is nil or n is large. Once written, they are made a string
+// with unsafeString and never written again.
+func (a *Arena) bytes(n int) []byte {
+	if a == nil || n > arenaTextBlock/8 {
+		return make([]byte, n)
 	}
-	if len(a.text)+len(b) > cap(a.text) {
+	if len(a.text)+n > cap(a.text) {
 		a.text = make([]byte, 0, arenaTextBlock)
 	}
-	n := len(a.text)
-	a.text = append(a.text, b...) // within capacity: the block never moves
-	return unsafe.String(&a.text[n], len(b))
+	i := len(a.text)
+	a.text = a.text[:i+n] // within capacity: the block never moves
+	return a.text[i : i+n : i+n]
 }
+
+// unsafeString returns b as a string without copying it. b must never change afterwards.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // fieldSlice returns a slice of n zero fields whose capacity is n, so that appending to it
 // copies it out of the block.

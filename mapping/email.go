@@ -291,12 +291,8 @@ func latin1Upper(b byte) uint8 {
 // lowerLatin1 lower-cases s, which has no runes but ASCII and U+0080..U+00FF: A..Z by
 // +0x20, and À..Þ (C3 80..9E, but × at C3 97) by +0x20 in their second byte.
 func lowerLatin1(a *Arena, s string) string {
-	var buf [64]byte
-	b := buf[:0]
-	if len(s) > len(buf) {
-		b = make([]byte, 0, len(s))
-	}
-	b = append(b, s...)
+	b := a.bytes(len(s))
+	copy(b, s)
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; {
 		case 'A' <= c && c <= 'Z':
@@ -308,7 +304,7 @@ func lowerLatin1(a *Arena, s string) string {
 			}
 		}
 	}
-	return a.str(b)
+	return unsafeString(b)
 }
 
 // lower returns s in lower case; s itself, without allocating, when it has no upper case.

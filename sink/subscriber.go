@@ -91,7 +91,7 @@ func (s *Subscriber) SetField(name, value string) {
 		}
 	}
 	at := len(s.Fields)
-	if slices.IsSortedFunc(s.Fields, compareFields) {
+	if fieldsSorted(s.Fields) {
 		at, _ = slices.BinarySearchFunc(s.Fields, Field{Name: name}, compareFields)
 	}
 	s.Fields = slices.Insert(s.Fields, at, Field{name, value})
@@ -101,7 +101,7 @@ func (s *Subscriber) SetField(name, value string) {
 // them so), else a sorted copy. JSON encoding and delta fingerprints use this order, so equal
 // payloads encode alike however they were built.
 func (s *Subscriber) SortedFields() []Field {
-	if slices.IsSortedFunc(s.Fields, compareFields) {
+	if fieldsSorted(s.Fields) {
 		return s.Fields
 	}
 	c := slices.Clone(s.Fields)
@@ -111,16 +111,27 @@ func (s *Subscriber) SortedFields() []Field {
 
 func compareFields(a, b Field) int { return strings.Compare(a.Name, b.Name) }
 
+// fieldsSorted reports whether f is in name order (slices.IsSortedFunc with compareFields,
+// without a call for every pair).
+func fieldsSorted(f []Field) bool {
+	for i := 1; i < len(f); i++ {
+		if f[i].Name < f[i-1].Name {
+			return false
+		}
+	}
+	return true
+}
+
 // MarshalJSON encodes the subscriber as the service expects it. The output is deterministic
 // (custom fields sorted by name), so it doubles as the input of a delta fingerprint.
 func (s Subscriber) MarshalJSON() ([]byte, error) {
-	return s.AppendJSON(make([]byte, 0, 256)), nil
+	return (&s).AppendJSON(make([]byte, 0, 256)), nil
 }
 
 // AppendJSON appends the JSON object of s to dst and returns the extended buffer.
 // It allocates nothing beyond growing dst (and a sorted copy of Fields when they are not in
 // name order, which mapping never produces).
-func (s Subscriber) AppendJSON(dst []byte) []byte {
+func (s *Subscriber) AppendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	first := true
 	// key is the field's name as a JSON string with its colon and the value's opening quote,
