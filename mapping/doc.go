@@ -10,6 +10,9 @@
 //	dedupe := m.NewDeduper()
 //	for each record: row, rej := m.Map(rec); then send, rej := dedupe.Check(row)
 //
+// A run mapping millions of records uses [Mapper.MapIn] with an [Arena] for each mapping
+// goroutine instead of Map: the values it makes then cost no allocation each.
+//
 // and `subsync preview` uses [ResolveDryRun] and [Preview] instead, which create and send
 // nothing.
 //
