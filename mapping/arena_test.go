@@ -11,19 +11,8 @@ import (
 // later (appending to its fields) leaves its neighbours alone.
 func TestMapInArenaMatchesMap(t *testing.T) {
 	t.Parallel()
-	header := []string{"E-post", "Fornavn", "Etternavn", "Mobil", "Født", "Nyhetsbrev", "Medlemsnr", "Medlemstype"}
-	m := mustCompile(t, `
-[columns]
-"E-post" = "email"
-Fornavn = "firstname"
-Etternavn = "lastname"
-Mobil = "phone"
-"Født" = "birthday"
-Nyhetsbrev = "SAMTYKKEEPOST"
-Medlemsnr = "custom:Medlemsnummer"
-Medlemstype = "custom:Medlemstype"
-`, header, testFields())
-	recs := benchInput(t, 20_000, header) // values enough for several blocks of each kind
+	m := mustCompile(t, paceSpec, paceHeader, testFields())
+	recs := benchInput(t, 20_000, paceHeader) // values enough for several blocks of each kind
 	var a Arena
 	rows := make([]Row, len(recs))
 	for i, rec := range recs {

@@ -13,6 +13,24 @@ import (
 	"github.com/subsync/subsync/sink/sinktest"
 )
 
+// paceSpec maps every kind of value benchInput makes but address, zip and city: the e-mail,
+// names, a phone number, a birthday, a consent, and a number and a choice custom field (the
+// fields of testFields, and of paceService's emulator).
+const paceSpec = `
+[columns]
+"E-post" = "email"
+Fornavn = "firstname"
+Etternavn = "lastname"
+Mobil = "phone"
+"Født" = "birthday"
+Nyhetsbrev = "SAMTYKKEEPOST"
+Medlemsnr = "custom:Medlemsnummer"
+Medlemstype = "custom:Medlemstype"
+`
+
+// paceHeader is the header of the records paceSpec maps.
+var paceHeader = []string{"E-post", "Fornavn", "Etternavn", "Mobil", "Født", "Nyhetsbrev", "Medlemsnr", "Medlemstype"}
+
 // BenchmarkMappingVsDelivery checks that mapping is not what limits an import. It measures,
 // in alternation so that the machine's load weighs on both alike, two rates:
 //
@@ -32,18 +50,7 @@ import (
 //	go test -run '^$' -bench BenchmarkMappingVsDelivery ./mapping/
 func BenchmarkMappingVsDelivery(b *testing.B) {
 	const rows = 100_000 // a round: map them all, then deliver them all to a new emulator
-	const spec = `
-[columns]
-"E-post" = "email"
-Fornavn = "firstname"
-Etternavn = "lastname"
-Mobil = "phone"
-"Født" = "birthday"
-Nyhetsbrev = "SAMTYKKEEPOST"
-Medlemsnr = "custom:Medlemsnummer"
-Medlemstype = "custom:Medlemstype"
-`
-	header := []string{"E-post", "Fornavn", "Etternavn", "Mobil", "Født", "Nyhetsbrev", "Medlemsnr", "Medlemstype"}
+	spec, header := paceSpec, paceHeader
 	pool := benchInput(b, 10_000, header)
 	workers := runtime.GOMAXPROCS(0)
 	for _, inFlight := range []int{1, 2, 4} {
