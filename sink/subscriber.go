@@ -204,7 +204,8 @@ var jsonSafe = func() (t [256]bool) {
 // A string of eight bytes or more is checked eight bytes at a time, with bit tricks on one
 // 64-bit word (see unplain); its last bytes as the word that ends it, which overlaps bytes
 // already checked. A two-byte rune (å, ø …) is stepped over and the word-wise check goes on
-// after it. A shorter string goes byte by byte.
+// after it. A string of four to seven bytes is checked as two words of four, overlapping; a
+// shorter one, or one of those two words find something in, goes byte by byte.
 func plainPrefix(s string, i int) int {
 	if len(s) < 8 {
 		if i == 0 && len(s) >= 4 {
