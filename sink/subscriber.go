@@ -125,7 +125,7 @@ func fieldsSorted(f []Field) bool {
 // MarshalJSON encodes the subscriber as the service expects it. The output is deterministic
 // (custom fields sorted by name), so it doubles as the input of a delta fingerprint.
 func (s Subscriber) MarshalJSON() ([]byte, error) {
-	return (&s).AppendJSON(make([]byte, 0, 256)), nil
+	return s.AppendJSON(make([]byte, 0, 256)), nil
 }
 
 // AppendJSON appends the JSON object of s to dst and returns the extended buffer.
