@@ -123,4 +123,12 @@ func checkAppendString(t *testing.T, s string) {
 	if got := string(appendString(nil, s)); got != strings.TrimSuffix(want.String(), "\n") {
 		t.Fatalf("appendString(%q) = %s, want %s", s, got, want.String())
 	}
+	// After other bytes, into a buffer with room to spare (written straight into it) or
+	// without.
+	for _, dst := range [][]byte{[]byte(`{"a":`), make([]byte, 5, 64)} {
+		copy(dst, `{"a":`)
+		if got := string(appendString(dst, s)); got != `{"a":`+strings.TrimSuffix(want.String(), "\n") {
+			t.Fatalf("appendString(%q, %q) = %s, want %s", `{"a":`, s, got[5:], want.String())
+		}
+	}
 }
