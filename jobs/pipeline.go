@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +74,6 @@ type pipeline struct {
 	fps             *state.FingerprintSet // loaded for a delta run; collects what is acknowledged
 	fast            bool                  // a delta run with fingerprints: records are resolved before mapping
 	srcSeed         state.Hasher          // the start of every sourceHash
-	arena           mapping.Arena         // the values resolve maps, on produce's goroutine
 	srcCols         []int                 // the mapped columns, hashed by sourceHash
 	emailCol        int                   // the e-mail column
 	plan            bool                  // a dry run: outcomes carry the row's line, e-mail and status
@@ -115,6 +115,7 @@ type batch struct {
 	seq            int
 	key            groupKey
 	rows           []sink.Subscriber
+	arena          mapping.Arena // the values of rows made in mapping (see add), until reused
 	ords           []int64
 	lines          []int
 	emails         []uint64
@@ -190,6 +191,9 @@ type chunk struct {
 	candFPs  []state.Fingerprint // scratch: the fingerprints stored for cands
 	candKeys []uint64            // scratch: the cands' e-mail hashes
 	rows     []mapping.Row
+	// arena holds the values the rows' mapping made; reset when the chunk is recycled, once
+	// the rows are in their batches (which adopt them) or dropped.
+	arena    mapping.Arena
 	sources  []uint64 // the rows' source hashes (sourceHash)
 	dups     []bool   // the row's e-mail appeared earlier in the run
 	emails   []uint64
@@ -342,9 +346,8 @@ func (p *pipeline) produce(ctx context.Context, startPos int64, out chan<- *chun
 	for i := range n {
 		wg.Go(func() {
 			defer close(mapped[i])
-			var a mapping.Arena // this goroutine's: the values it maps
 			for c := range toMap[i] {
-				p.mapChunk(&a, c)
+				p.mapChunk(c)
 				mapped[i] <- c // drained below when this goroutine stops early
 			}
 		})
@@ -459,9 +462,9 @@ func (p *pipeline) read(ctx context.Context, startPos int64, out []chan *chunk) 
 // mapChunk is the second stage of produce: it maps the chunk's records into rows and
 // rejects. A delta run's records become candidates, mapped later only if they changed (see
 // resolve). Records done before a restart only give their e-mails, for the deduper.
-func (p *pipeline) mapChunk(a *mapping.Arena, c *chunk) {
+func (p *pipeline) mapChunk(c *chunk) {
 	for _, rec := range c.before {
-		if row, rej := p.mapper.MapIn(a, rec); rej == nil {
+		if row, rej := p.mapper.MapIn(&c.arena, rec); rej == nil {
 			c.observe = append(c.observe, row.Sub.Email)
 		}
 	}
@@ -473,7 +476,7 @@ func (p *pipeline) mapChunk(a *mapping.Arena, c *chunk) {
 			c.cands = append(c.cands, cand{rec: rec, email: email, src: p.sourceHash(rec), key: h.Sum64()})
 			continue
 		}
-		if row, rej := p.mapper.MapIn(a, rec); rej != nil {
+		if row, rej := p.mapper.MapIn(&c.arena, rec); rej != nil {
 			c.reject(*rej)
 		} else {
 			c.rows = append(c.rows, row)
@@ -594,7 +597,7 @@ func (p *pipeline) resolve(ctx context.Context, c *chunk) error {
 				// recorded the e-mail, so check counts it as the duplicate it is.
 			}
 		}
-		row, rej := p.mapper.MapIn(&p.arena, cd.rec)
+		row, rej := p.mapper.MapIn(&c.arena, cd.rec)
 		if rej != nil {
 			c.reject(*rej)
 			continue
@@ -633,12 +636,14 @@ func (p *pipeline) rawEmail(rec sources.Record) string {
 	return ""
 }
 
-// recycle empties the chunk for reuse, keeping its arrays.
+// recycle empties the chunk for reuse, keeping its arrays and its Arena's blocks: nothing
+// may refer to the values of its rows any more (a batch adopts those it takes).
 func (c *chunk) recycle() {
 	clear(c.rows) // drop the strings the rows point at
 	clear(c.outcomes)
 	clear(c.cands)
-	*c = chunk{recs: c.recs[:0], before: c.before[:0], rows: c.rows[:0], sources: c.sources[:0], dups: c.dups[:0], emails: c.emails[:0],
+	c.arena.Reset()
+	*c = chunk{arena: c.arena, recs: c.recs[:0], before: c.before[:0], rows: c.rows[:0], sources: c.sources[:0], dups: c.dups[:0], emails: c.emails[:0],
 		payloads: c.payloads[:0], outcomes: c.outcomes[:0], skip: c.skip[:0], observe: c.observe[:0],
 		stored: c.stored[:0], known: c.known[:0], cands: c.cands[:0], candFPs: c.candFPs[:0], candKeys: c.candKeys[:0]}
 }
@@ -653,7 +658,7 @@ func (c *chunk) reject(r mapping.Reject) {
 func (p *pipeline) outcome(r *mapping.Row, kind outcomeKind, status string) outcome {
 	o := outcome{ord: r.Ordinal, kind: kind}
 	if p.plan {
-		o.note = &planNote{line: r.Line, email: r.Sub.Email, status: status}
+		o.note = &planNote{line: r.Line, email: strings.Clone(r.Sub.Email), status: status} // r's chunk is recycled
 	}
 	return o
 }
@@ -772,7 +777,7 @@ func (p *pipeline) place(ctx context.Context, c *chunk) error {
 	}
 	p.outcomes = append(p.outcomes, c.outcomes...)
 	for i, r := range c.rows {
-		if err := p.add(ctx, r, c.dups[i], c.emails[i], c.payloads[i], c.sources[i]); err != nil {
+		if err := p.add(ctx, r, &c.arena, c.dups[i], c.emails[i], c.payloads[i], c.sources[i]); err != nil {
 			return err
 		}
 	}
@@ -823,7 +828,9 @@ func cmpInt64(a, b int64) int {
 }
 
 // add puts one row into the open batch of its status group, sending batches as they fill.
-func (p *pipeline) add(ctx context.Context, r mapping.Row, dup bool, emailHash, payloadHash, source uint64) error {
+// The batch keeps the values of r made in from (its chunk's Arena, reset once the chunk is
+// placed) in its own Arena.
+func (p *pipeline) add(ctx context.Context, r mapping.Row, from *mapping.Arena, dup bool, emailHash, payloadHash, source uint64) error {
 	key := groupKey{r.Status, r.StatusMobile}
 	if dup {
 		// The same e-mail may be in an open batch (a duplicate under "last"): send that
@@ -841,6 +848,7 @@ func (p *pipeline) add(ctx context.Context, r mapping.Row, dup bool, emailHash, 
 		b = p.newBatch(key, r.Ordinal)
 		p.open[key] = b
 	}
+	b.arena.Adopt(&r, from)
 	b.rows = append(b.rows, r.Sub)
 	b.ords = append(b.ords, r.Ordinal)
 	b.lines = append(b.lines, r.Line)
@@ -859,7 +867,8 @@ func (p *pipeline) newBatch(key groupKey, minOrd int64) *batch {
 	if n := len(p.freeBatches); n > 0 {
 		b := p.freeBatches[n-1]
 		p.freeBatches = p.freeBatches[:n-1]
-		*b = batch{key: key, minOrd: minOrd, rows: b.rows[:0], ords: b.ords[:0], lines: b.lines[:0],
+		b.arena.Reset()
+		*b = batch{key: key, minOrd: minOrd, arena: b.arena, rows: b.rows[:0], ords: b.ords[:0], lines: b.lines[:0],
 			emails: b.emails[:0], payloads: b.payloads[:0], sources: b.sources[:0]}
 		return b
 	}
@@ -1042,7 +1051,7 @@ func (p *pipeline) advance(ctx context.Context) {
 			refused[rr.Index] = true
 			d.Rejected++
 			u.cp.Rejects = append(u.cp.Rejects, state.Reject{Ordinal: b.ords[rr.Index], Line: b.lines[rr.Index],
-				Sheet: p.sheet, Column: "", Value: rr.Email, Code: state.CodeRefused, Reason: rr.Reason})
+				Sheet: p.sheet, Column: "", Value: strings.Clone(rr.Email), Code: state.CodeRefused, Reason: rr.Reason})
 		}
 		for i := range b.rows {
 			if !refused[i] {

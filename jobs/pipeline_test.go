@@ -2,10 +2,13 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -237,4 +240,96 @@ func TestPipelineCancelledIsNotComplete(t *testing.T) {
 	got, err := store.Run(context.Background(), run.ID)
 	require.NoError(t, err)
 	require.Zero(t, got.Position)
+}
+
+// releasingSender holds every InsertBatch until release is closed, then keeps a copy of the
+// rows as they are at that moment.
+type releasingSender struct {
+	arrived chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	sent    []sink.Subscriber
+}
+
+func (s *releasingSender) InsertBatch(ctx context.Context, _ sink.BulkOptions, rows []sink.Subscriber) (sink.BatchResult, error) {
+	s.arrived <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return sink.BatchResult{}, ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rows {
+		r.Fields = slices.Clone(r.Fields)
+		s.sent = append(s.sent, r)
+	}
+	return sink.BatchResult{Sent: len(rows), Requests: 1}, nil
+}
+
+// TestPipelineSendsRowsAsMapped: every row is sent as Map makes it, also when its batch goes
+// out after the chunk it was mapped in was recycled and the next records were mapped in the
+// same memory (the values mapping makes, a lower-cased address, a phone number, dates and
+// the consent and custom fields, live in the chunk's Arena until a batch adopts them).
+func TestPipelineSendsRowsAsMapped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 5_500 // six batches, six chunks
+	var b strings.Builder
+	b.WriteString("E-post,Fornavn,Mobil,Fødselsdato,Nyhetsbrev,Innmeldt\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "Person%d@Example.COM,Ola%d,9%07d,%d.%d.19%02d,%s,0%d.03.2020\n",
+			i, i, i, i%28+1, i%12+1, i%100, []string{"ja", "nei", ""}[i%3], i%9+1)
+	}
+	sender := &releasingSender{arrived: make(chan struct{}, 16), release: make(chan struct{})}
+	p, _, _ := testPipeline(t, b.String(), sender)
+	spec, err := mapping.ParseSpec([]byte(`
+[columns]
+"E-post" = "email"
+Fornavn = "firstname"
+Mobil = "phone"
+"Fødselsdato" = "birthday"
+Nyhetsbrev = "SAMTYKKEEPOST"
+Innmeldt = "custom:Innmeldt"
+`))
+	require.NoError(t, err)
+	m, err := mapping.Compile(spec, p.reader.Header(), mapping.NewFields([]sink.CustomField{
+		{ID: 1, Label: "Innmeldt", Value: "EXTRA5", Datatype: sink.DatatypeDate}}))
+	require.NoError(t, err)
+	p.mapper, p.dedupe, p.mappingFP = m, m.NewDeduper(), m.Fingerprint()
+	p.windowSize = 8 // every batch goes out while the next chunks are mapped
+	done := make(chan error, 1)
+	go func() { done <- p.run(ctx, 0) }()
+	for range 6 { // the chunks of the first five batches are recycled by now
+		<-sender.arrived
+	}
+	close(sender.release)
+	require.NoError(t, <-done)
+
+	// What Map makes of each record, read again from the same text.
+	path := filepath.Join(t.TempDir(), "again.csv")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	r, err := sources.Open(ctx, sources.Config{Path: path})
+	require.NoError(t, err)
+	defer r.Close()
+	var want []sink.Subscriber
+	for {
+		rec, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		row, rej := m.Map(rec)
+		require.Nil(t, rej)
+		want = append(want, row.Sub)
+	}
+	require.Len(t, want, n)
+	require.Len(t, sender.sent, n)
+	// The batches of the two status groups (a "nei" unsubscribes) went out in either order.
+	byEmail := func(a, b sink.Subscriber) int { return strings.Compare(a.Email, b.Email) }
+	slices.SortFunc(want, byEmail)
+	slices.SortFunc(sender.sent, byEmail)
+	for i := range want {
+		require.Equal(t, want[i], sender.sent[i])
+	}
 }

@@ -11,22 +11,99 @@ import (
 // consent and custom fields, a block at a time instead of one allocation each. Mapping
 // millions of rows, that saves most of the allocator's work.
 //
-// Nothing in an Arena is ever reused or changed once handed out: a value stays valid as long
-// as anything refers to it, like any string. The price is that a block is freed only when
-// nothing refers to any value in it, so a value kept long after its row (a sample of rows,
-// say) keeps its block of a few kilobytes: clone it (strings.Clone) to keep it alone.
+// Reset hands the blocks out again, so that a run maps with the same few blocks over and over
+// and allocates nothing: the pipeline gives each chunk of records an Arena, and resets it
+// once the chunk's rows have gone into their batches, which keep them with Adopt. Until
+// Reset, nothing handed out is reused or written again: a value stays valid as long as the
+// Arena is not reset, like any string.
 //
-// An Arena is not safe for concurrent use: give each goroutine its own. The zero value is
-// ready to use; a nil *Arena allocates every value on its own.
+// An Arena is not safe for concurrent use. The zero value is ready to use; a nil *Arena
+// allocates every value on its own.
 type Arena struct {
-	text   []byte
-	fields []sink.Field
+	text   []byte       // the current text block
+	fields []sink.Field // the current fields block
+	// Every block made, those before and at the current one in use, for Reset to hand out
+	// again.
+	texts      [][]byte
+	fieldSets  [][]sink.Field
+	usedTexts  int
+	usedFields int
 }
 
 const (
 	arenaTextBlock   = 16 << 10 // bytes
 	arenaFieldsBlock = 512      // sink.Field values (16 KiB)
+	// poison is what Reset writes over the text it takes back: a value used after Reset
+	// reads as invalid UTF-8 rather than as some other row's value.
+	poison = 0xFF
 )
+
+// Reset takes back every value a handed out, to hand out again. Only call it once nothing
+// refers to any of them (rows to keep go into another Arena with Adopt first): a value used
+// after Reset reads as garbage.
+func (a *Arena) Reset() {
+	for _, b := range a.texts[:a.usedTexts] {
+		b = b[:cap(b)]
+		for i := range b {
+			b[i] = poison
+		}
+	}
+	for _, f := range a.fieldSets[:a.usedFields] {
+		clear(f[:cap(f)]) // and let go of the records the values point into
+	}
+	a.text, a.fields, a.usedTexts, a.usedFields = nil, nil, 0, 0
+}
+
+// Adopt copies into a every value of r that is in from (see MapIn), so that r stays valid
+// when from is reset.
+func (a *Arena) Adopt(r *Row, from *Arena) {
+	s := &r.Sub
+	for _, p := range [...]*string{&s.Email, &s.Firstname, &s.Lastname, &s.Address, &s.Zip, &s.City,
+		&s.Phone, &s.Company, &s.Birthday, &s.Gender} {
+		if *p != "" && from.holdsText(unsafe.StringData(*p)) {
+			*p = a.str(unsafe.Slice(unsafe.StringData(*p), len(*p)))
+		}
+	}
+	if len(s.Fields) == 0 {
+		return
+	}
+	if from.holdsField(&s.Fields[0]) {
+		f := a.fieldSlice(len(s.Fields))
+		copy(f, s.Fields)
+		s.Fields = f
+	}
+	for i := range s.Fields {
+		f := &s.Fields[i]
+		if f.Value != "" && from.holdsText(unsafe.StringData(f.Value)) {
+			f.Value = a.str(unsafe.Slice(unsafe.StringData(f.Value), len(f.Value)))
+		}
+	}
+}
+
+// holdsText reports whether p points into one of a's text blocks in use.
+func (a *Arena) holdsText(p *byte) bool {
+	for _, b := range a.texts[:a.usedTexts] {
+		if within(unsafe.Pointer(p), unsafe.Pointer(unsafe.SliceData(b)), uintptr(cap(b))) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsField reports whether p points into one of a's field blocks in use.
+func (a *Arena) holdsField(p *sink.Field) bool {
+	for _, b := range a.fieldSets[:a.usedFields] {
+		if within(unsafe.Pointer(p), unsafe.Pointer(unsafe.SliceData(b)), uintptr(cap(b))*unsafe.Sizeof(sink.Field{})) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether p points into the n bytes from base on.
+func within(p, base unsafe.Pointer, n uintptr) bool {
+	return uintptr(p) >= uintptr(base) && uintptr(p)-uintptr(base) < n
+}
 
 // str returns the bytes of b as a string in a's current block (see bytes).
 func (a *Arena) str(b []byte) string {
@@ -35,15 +112,19 @@ func (a *Arena) str(b []byte) string {
 	return unsafeString(t)
 }
 
-// bytes returns n bytes to write a value in, in a's current block (a new block when it is
+// bytes returns n bytes to write a value in, in a's current block (the next block when it is
 // full), or of their own when a is nil or n is large. Once written, they are made a string
-// with unsafeString and never written again.
+// with unsafeString and never written again until Reset.
 func (a *Arena) bytes(n int) []byte {
 	if a == nil || n > arenaTextBlock/8 {
 		return make([]byte, n)
 	}
 	if len(a.text)+n > cap(a.text) {
-		a.text = make([]byte, 0, arenaTextBlock)
+		if a.usedTexts == len(a.texts) {
+			a.texts = append(a.texts, make([]byte, 0, arenaTextBlock))
+		}
+		a.text = a.texts[a.usedTexts][:0]
+		a.usedTexts++
 	}
 	i := len(a.text)
 	a.text = a.text[:i+n] // within capacity: the block never moves
@@ -60,7 +141,11 @@ func (a *Arena) fieldSlice(n int) []sink.Field {
 		return make([]sink.Field, n)
 	}
 	if len(a.fields)+n > cap(a.fields) {
-		a.fields = make([]sink.Field, 0, arenaFieldsBlock)
+		if a.usedFields == len(a.fieldSets) {
+			a.fieldSets = append(a.fieldSets, make([]sink.Field, 0, arenaFieldsBlock))
+		}
+		a.fields = a.fieldSets[a.usedFields][:0]
+		a.usedFields++
 	}
 	i := len(a.fields)
 	a.fields = a.fields[:i+n]

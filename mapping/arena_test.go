@@ -1,9 +1,13 @@
 package mapping
 
 import (
+	"slices"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/sources"
 )
 
 // Rows mapped in an Arena are the rows Map makes, and stay so while the Arena goes on
@@ -28,5 +32,45 @@ func TestMapInArenaMatchesMap(t *testing.T) {
 			want.Sub.SetField("EXTRA9", "added")
 		}
 		require.Equal(t, want, rows[i], "line %d", rec.Line)
+	}
+}
+
+// Rows adopted into another Arena outlive a Reset of the one they were mapped in, while the
+// reset Arena maps the next records in the same blocks; a value used after Reset without
+// Adopt reads as invalid UTF-8, not as another row's value.
+func TestArenaResetAndAdopt(t *testing.T) {
+	t.Parallel()
+	// The benchmark's mapping, and a custom field whose dates are made in the Arena too.
+	header := append(slices.Clip(paceHeader), "Innmeldt")
+	m := mustCompile(t, paceSpec+"Innmeldt = \"custom:Innmeldt\"\n", header, testFields())
+	recs := benchInput(t, 6_000, header)
+	var chunk, keep Arena
+	var kept []Row
+	var blocks [2]int
+	for round, part := range [][]sources.Record{recs[:3000], recs[3000:]} {
+		var stale string
+		for i, rec := range part {
+			row, rej := m.MapIn(&chunk, rec)
+			require.Nil(t, rej, "line %d", rec.Line)
+			if i%2 == 0 { // the others are dropped, as a batch drops what the service refused
+				keep.Adopt(&row, &chunk)
+				kept = append(kept, row)
+			} else if stale == "" {
+				stale = row.Sub.Email
+			}
+		}
+		if round == 0 {
+			blocks = [2]int{len(chunk.texts), len(chunk.fieldSets)}
+		}
+		require.Equal(t, blocks, [2]int{len(chunk.texts), len(chunk.fieldSets)}, "the second round maps into the first one's blocks")
+		require.True(t, utf8.ValidString(stale))
+		chunk.Reset()
+		require.False(t, utf8.ValidString(stale), "a value used after Reset is poisoned")
+	}
+	require.Len(t, kept, 3000)
+	for i, row := range kept {
+		want, rej := m.Map(recs[2*i])
+		require.Nil(t, rej)
+		require.Equal(t, want, row, "line %d", recs[2*i].Line)
 	}
 }

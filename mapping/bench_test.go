@@ -82,6 +82,7 @@ func benchValues(n int, header []string) [][]string {
 			"Nyhetsbrev":  []string{"ja", "nei", "x", ""}[i%4],
 			"Medlemsnr":   fmt.Sprint(i),
 			"Medlemstype": []string{"Gull", "sølv", "Bronse"}[i%3],
+			"Innmeldt":    []string{"01.02.2020", "2021-03-04", fmt.Sprintf("5.6.%02d", i%20)}[i%3],
 		}
 		values := make([]string, len(header))
 		for j, h := range header {
@@ -164,9 +165,10 @@ Medlemstype = "custom:Medlemstype"
 }
 
 // mapEncode maps and JSON-encodes n records, going round recs, on workers goroutines that
-// take chunks of mapChunk records in turn and hold the values they map in an Arena each, as
-// the pipeline maps. It returns the bytes of JSON
-// made, or the first reject as an error. out, if not nil, gets the i-th payload at out[i].
+// take chunks of mapChunk records in turn, as the pipeline maps. Each goroutine maps into an
+// Arena that it resets after each chunk, as the pipeline resets a chunk's Arena once the
+// chunk's rows are in their batches; that is, unless out is given: it gets the i-th payload
+// at out[i], to keep. It returns the bytes of JSON made, or the first reject as an error.
 func mapEncode(m *Mapper, recs []sources.Record, n, workers int, out []sink.Subscriber) (int64, error) {
 	const mapChunk = 1000
 	var next, bytes atomic.Int64
@@ -183,6 +185,9 @@ func mapEncode(m *Mapper, recs []sources.Record, n, workers int, out []sink.Subs
 				from := int(next.Add(mapChunk)) - mapChunk
 				if from >= n {
 					return
+				}
+				if out == nil {
+					a.Reset() // the chunk's rows are done with (see the comment above)
 				}
 				for i := from; i < min(from+mapChunk, n); i++ {
 					row, rej := m.MapIn(&a, recs[i%len(recs)])

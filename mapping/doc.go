@@ -10,8 +10,9 @@
 //	dedupe := m.NewDeduper()
 //	for each record: row, rej := m.Map(rec); then send, rej := dedupe.Check(row)
 //
-// A run mapping millions of records uses [Mapper.MapIn] with an [Arena] for each mapping
-// goroutine instead of Map: the values it makes then cost no allocation each.
+// A run mapping millions of records uses [Mapper.MapIn] with an [Arena] for each chunk of
+// records instead of Map, and resets the Arena once the chunk's rows are done with (what it
+// keeps longer, it copies out with [Arena.Adopt]): mapping then allocates nothing.
 //
 // and `subsync preview` uses [ResolveDryRun] and [Preview] instead, which create and send
 // nothing.
