@@ -42,16 +42,28 @@ const (
 // refers to any of them (rows to keep go into another Arena with Adopt first): a value used
 // after Reset reads as garbage.
 func (a *Arena) Reset() {
-	for _, b := range a.texts[:a.usedTexts] {
+	for i, b := range a.texts[:a.usedTexts] {
 		b = b[:cap(b)]
-		for i := range b {
-			b[i] = poison
+		if i == a.usedTexts-1 {
+			b = a.text // the current block, used this far
 		}
+		fill(b, poison)
 	}
 	for _, f := range a.fieldSets[:a.usedFields] {
 		clear(f[:cap(f)]) // and let go of the records the values point into
 	}
 	a.text, a.fields, a.usedTexts, a.usedFields = nil, nil, 0, 0
+}
+
+// fill sets every byte of b to c.
+func fill(b []byte, c byte) {
+	if len(b) == 0 {
+		return
+	}
+	b[0] = c
+	for n := 1; n < len(b); n *= 2 {
+		copy(b[n:], b[:n])
+	}
 }
 
 // Adopt copies into a every value of r that is in from (see MapIn), so that r stays valid
