@@ -119,6 +119,21 @@ func TestLowerAgreesWithToLower(t *testing.T) {
 				}
 			}
 		}
+		if r >= 0x100 {
+			continue
+		}
+		// lowerLatin1 takes eight bytes at a time: the rune at every position of a word, and
+		// of the overlapping word that ends a string, next to upper and lower case.
+		for n := 0; n <= 17; n++ {
+			for pos := 0; pos <= n; pos++ {
+				for _, fill := range []string{"aB", "Z@"} {
+					s := strings.Repeat(fill[:1], pos) + string(r) + strings.Repeat(fill[1:], n-pos)
+					if got, want := lowerLatin1(nil, s), strings.ToLower(s); got != want {
+						t.Fatalf("lowerLatin1(nil, %q) = %q, want %q", s, got, want)
+					}
+				}
+			}
+		}
 	}
 }
 
