@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,6 +94,7 @@ type Mapper struct {
 	header     []string
 	ops        []op // the email op first
 	base       sink.Subscriber
+	hasBase    bool         // base has a value: a constant
 	fields     []sink.Field // every consent and custom field a payload can have, by name, with constant values
 	baseTags   []string
 	status     string // constant status
@@ -272,6 +274,7 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 	if err := e.orNil(); err != nil {
 		return nil, err
 	}
+	m.hasBase = !reflect.ValueOf(m.base).IsZero()
 	m.fingerprint = m.computeFingerprint()
 	return m, nil
 }
@@ -505,7 +508,10 @@ func (m *Mapper) Map(rec sources.Record) (Row, *Reject) { return m.MapIn(nil, re
 
 // MapIn is Map with the values it makes held in a (see Arena); a nil a is Map.
 func (m *Mapper) MapIn(a *Arena, rec sources.Record) (Row, *Reject) {
-	row := Row{Ordinal: rec.Ordinal, Line: rec.Line, Sheet: rec.Sheet, Sub: m.base, Status: m.status, StatusMobile: m.statusMob}
+	row := Row{Ordinal: rec.Ordinal, Line: rec.Line, Sheet: rec.Sheet, Status: m.status, StatusMobile: m.statusMob}
+	if m.hasBase {
+		row.Sub = m.base
+	}
 	if len(m.baseTags) > 0 {
 		row.Sub.Tags = m.baseTags
 	}
@@ -754,6 +760,9 @@ func (m *Mapper) applyAsIs(a *Arena, row *Row, o *op, raw string) bool {
 
 // trimSpaces returns s without the ASCII spaces at its ends.
 func trimSpaces(s string) string {
+	if len(s) == 0 || s[0] != ' ' && s[len(s)-1] != ' ' {
+		return s // most values: one test
+	}
 	for len(s) > 0 && s[0] == ' ' {
 		s = s[1:]
 	}
@@ -823,7 +832,7 @@ func (m *Mapper) reject(rec *sources.Record, o *op, raw, code, msg string) *Reje
 // putField sets the consent or custom field of o: in its slot when the row has the
 // Mapper's fields (every row Map makes), else by name (a constant being compiled).
 func (m *Mapper) putField(row *Row, o *op, v string) {
-	if f := row.Sub.Fields; o.slot >= 0 && o.slot < len(f) && f[o.slot].Name == o.name {
+	if f := row.Sub.Fields; o.slot >= 0 && o.slot < len(f) {
 		f[o.slot].Value = v
 		return
 	}
