@@ -122,27 +122,24 @@ func plainEmail(s string) (plain, upper bool) {
 		return false, false
 	}
 	// The local part: atext and single dots, neither at its start nor at its end.
-	i, dot, flags := 0, true, uint8(0)
-	for ; i < len(s); i++ {
-		c := s[i]
-		k := emailClass[c]
-		flags |= k
-		if k&emailLocal != 0 {
-			dot = false
+	i, flags := 0, uint8(0)
+	for i < len(s) {
+		if k := emailClass[s[i]]; k&emailLocal != 0 {
+			flags |= k
+			i++
 			continue
 		}
 		if latin1Letter(s, i) {
 			flags |= latin1Upper(s[i+1])
-			i++
-			dot = false
+			i += 2
 			continue
 		}
-		if c != '.' || dot {
+		if s[i] != '.' || i == 0 || s[i-1] == '.' {
 			break // the @, or a character checked below
 		}
-		dot = true
+		i++
 	}
-	if i == 0 || i > maxLocalPart || i >= len(s)-1 || s[i] != '@' || dot {
+	if i == 0 || i > maxLocalPart || i >= len(s)-1 || s[i] != '@' || s[i-1] == '.' {
 		return false, false
 	}
 	// The domain: at least two labels of letters, digits and inner hyphens, each at most 63
@@ -151,42 +148,44 @@ func plainEmail(s string) (plain, upper bool) {
 	if len(d) > maxDomain {
 		return false, false
 	}
-	label := 0     // start of the current label
-	latin := false // the current label has a Latin-1 letter
-	for j := 0; j <= len(d); j++ {
-		if j < len(d) && d[j] != '.' {
-			k := emailClass[d[j]]
-			flags |= k
-			if k&emailDomain != 0 {
+	for label := 0; ; {
+		j, latin := label, false // latin: the label has a Latin-1 letter
+		for j < len(d) {
+			if k := emailClass[d[j]]; k&emailDomain != 0 {
+				flags |= k
+				j++
 				continue
+			}
+			if d[j] == '.' {
+				break
 			}
 			if !latin1Letter(d, j) {
 				return false, false
 			}
 			flags |= latin1Upper(d[j+1])
 			latin = true
-			j++
-			continue
+			j += 2
 		}
 		if n := j - label; n == 0 || n > maxDomainPart || d[label] == '-' || d[j-1] == '-' {
 			return false, false
 		}
 		if j < len(d) {
-			label, latin = j+1, false
+			label = j + 1
+			continue
 		}
-	}
-	// The top-level domain (the last label): at least two characters, not all digits (and
-	// ASCII here, where bytes are characters).
-	tld := d[label:]
-	if label == 0 || len(tld) < 2 || latin {
+		// The top-level domain (the last label): at least two characters, not all digits
+		// (and ASCII here, where bytes are characters).
+		tld := d[label:]
+		if label == 0 || len(tld) < 2 || latin {
+			return false, false
+		}
+		for k := 0; k < len(tld); k++ {
+			if tld[k] < '0' || tld[k] > '9' {
+				return true, flags&emailUpper != 0
+			}
+		}
 		return false, false
 	}
-	for k := 0; k < len(tld); k++ {
-		if tld[k] < '0' || tld[k] > '9' {
-			return true, flags&emailUpper != 0
-		}
-	}
-	return false, false
 }
 
 // isAtext reports whether c is an RFC 5322 atext character.
