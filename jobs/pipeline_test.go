@@ -242,31 +242,6 @@ func TestPipelineCancelledIsNotComplete(t *testing.T) {
 	require.Zero(t, got.Position)
 }
 
-// releasingSender holds every InsertBatch until release is closed, then keeps a copy of the
-// rows as they are at that moment.
-type releasingSender struct {
-	arrived chan struct{}
-	release chan struct{}
-	mu      sync.Mutex
-	sent    []sink.Subscriber
-}
-
-func (s *releasingSender) InsertBatch(ctx context.Context, _ sink.BulkOptions, rows []sink.Subscriber) (sink.BatchResult, error) {
-	s.arrived <- struct{}{}
-	select {
-	case <-s.release:
-	case <-ctx.Done():
-		return sink.BatchResult{}, ctx.Err()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range rows {
-		r.Fields = slices.Clone(r.Fields)
-		s.sent = append(s.sent, r)
-	}
-	return sink.BatchResult{Sent: len(rows), Requests: 1}, nil
-}
-
 // TestPipelineSendsRowsAsMapped: every row is sent as Map makes it, also when its batch goes
 // out after the chunk it was mapped in was recycled and the next records were mapped in the
 // same memory (the values mapping makes, a lower-cased address, a phone number, dates and
@@ -281,7 +256,7 @@ func TestPipelineSendsRowsAsMapped(t *testing.T) {
 		fmt.Fprintf(&b, "Person%d@Example.COM,Ola%d,9%07d,%d.%d.19%02d,%s,0%d.03.2020\n",
 			i, i, i, i%28+1, i%12+1, i%100, []string{"ja", "nei", ""}[i%3], i%9+1)
 	}
-	sender := &releasingSender{arrived: make(chan struct{}, 16), release: make(chan struct{})}
+	sender := &holdingSender{calls: make(chan heldCall)}
 	p, _, _ := testPipeline(t, b.String(), sender)
 	spec, err := mapping.ParseSpec([]byte(`
 [columns]
@@ -300,10 +275,20 @@ Innmeldt = "custom:Innmeldt"
 	p.windowSize = 8 // every batch goes out while the next chunks are mapped
 	done := make(chan error, 1)
 	go func() { done <- p.run(ctx, 0) }()
+	var calls []heldCall
 	for range 6 { // the chunks of the first five batches are recycled by now
-		<-sender.arrived
+		calls = append(calls, <-sender.calls)
 	}
-	close(sender.release)
+	var sent []sink.Subscriber // the rows as they are now, before any batch is acknowledged
+	for _, c := range calls {
+		for _, r := range c.rows {
+			r.Fields = slices.Clone(r.Fields)
+			sent = append(sent, r)
+		}
+	}
+	for _, c := range calls {
+		c.answer <- nil
+	}
 	require.NoError(t, <-done)
 
 	// What Map makes of each record, read again from the same text.
@@ -324,12 +309,12 @@ Innmeldt = "custom:Innmeldt"
 		want = append(want, row.Sub)
 	}
 	require.Len(t, want, n)
-	require.Len(t, sender.sent, n)
+	require.Len(t, sent, n)
 	// The batches of the two status groups (a "nei" unsubscribes) went out in either order.
 	byEmail := func(a, b sink.Subscriber) int { return strings.Compare(a.Email, b.Email) }
 	slices.SortFunc(want, byEmail)
-	slices.SortFunc(sender.sent, byEmail)
+	slices.SortFunc(sent, byEmail)
 	for i := range want {
-		require.Equal(t, want[i], sender.sent[i])
+		require.Equal(t, want[i], sent[i])
 	}
 }
