@@ -69,12 +69,15 @@ func fill(b []byte, c byte) {
 // Adopt copies into a every value of r that is in from (see MapIn), so that r stays valid
 // when from is reset.
 func (a *Arena) Adopt(r *Row, from *Arena) {
-	s := &r.Sub
-	for _, p := range [...]*string{&s.Email, &s.Firstname, &s.Lastname, &s.Address, &s.Zip, &s.City,
-		&s.Phone, &s.Company, &s.Birthday, &s.Gender} {
-		if *p != "" && from.holdsText(unsafe.StringData(*p)) {
-			*p = a.str(unsafe.Slice(unsafe.StringData(*p), len(*p)))
+	keep := func(v *string) {
+		if *v != "" && from.holdsText(unsafe.StringData(*v)) {
+			*v = a.str(unsafe.Slice(unsafe.StringData(*v), len(*v)))
 		}
+	}
+	s := &r.Sub
+	for _, v := range [...]*string{&s.Email, &s.Firstname, &s.Lastname, &s.Address, &s.Zip, &s.City,
+		&s.Phone, &s.Company, &s.Birthday, &s.Gender} {
+		keep(v)
 	}
 	if len(s.Fields) == 0 {
 		return
@@ -85,10 +88,7 @@ func (a *Arena) Adopt(r *Row, from *Arena) {
 		s.Fields = f
 	}
 	for i := range s.Fields {
-		f := &s.Fields[i]
-		if f.Value != "" && from.holdsText(unsafe.StringData(f.Value)) {
-			f.Value = a.str(unsafe.Slice(unsafe.StringData(f.Value), len(f.Value)))
-		}
+		keep(&s.Fields[i].Value)
 	}
 }
 
