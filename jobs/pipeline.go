@@ -463,24 +463,29 @@ func (p *pipeline) read(ctx context.Context, startPos int64, out []chan *chunk) 
 // rejects. A delta run's records become candidates, mapped later only if they changed (see
 // resolve). Records done before a restart only give their e-mails, for the deduper.
 func (p *pipeline) mapChunk(c *chunk) {
-	for _, rec := range c.before {
-		if row, rej := p.mapper.MapIn(&c.arena, rec); rej == nil {
+	var row mapping.Row
+	for i := range c.before {
+		if rej := p.mapper.MapInto(&c.arena, &c.before[i], &row); rej == nil {
 			c.observe = append(c.observe, row.Sub.Email)
 		}
 	}
-	for _, rec := range c.recs {
+	for i := range c.recs {
+		rec := &c.recs[i]
 		if p.fast {
-			email := state.NormaliseEmail(p.rawEmail(rec))
+			email := state.NormaliseEmail(p.rawEmail(*rec))
 			h := state.NewHasher() // EmailHash of the normalised e-mail
 			h.String(email)
-			c.cands = append(c.cands, cand{rec: rec, email: email, src: p.sourceHash(rec), key: h.Sum64()})
+			c.cands = append(c.cands, cand{rec: *rec, email: email, src: p.sourceHash(*rec), key: h.Sum64()})
 			continue
 		}
-		if row, rej := p.mapper.MapIn(&c.arena, rec); rej != nil {
+		// Mapped in place, into the chunk's next row.
+		n := len(c.rows)
+		c.rows = append(c.rows, mapping.Row{})
+		if rej := p.mapper.MapInto(&c.arena, rec, &c.rows[n]); rej != nil {
+			c.rows[n], c.rows = mapping.Row{}, c.rows[:n] // holding nothing of the record
 			c.reject(*rej)
 		} else {
-			c.rows = append(c.rows, row)
-			c.sources = append(c.sources, p.sourceHash(rec))
+			c.sources = append(c.sources, p.sourceHash(*rec))
 		}
 	}
 	clear(c.before) // drop the records
@@ -597,17 +602,20 @@ func (p *pipeline) resolve(ctx context.Context, c *chunk) error {
 				// recorded the e-mail, so check counts it as the duplicate it is.
 			}
 		}
-		row, rej := p.mapper.MapIn(&c.arena, cd.rec)
-		if rej != nil {
+		n := len(c.rows) // mapped in place, into the chunk's next row
+		c.rows = append(c.rows, mapping.Row{})
+		if rej := p.mapper.MapInto(&c.arena, &cd.rec, &c.rows[n]); rej != nil {
+			c.rows[n], c.rows = mapping.Row{}, c.rows[:n] // holding nothing of the record
 			c.reject(*rej)
 			continue
 		}
-		send, dup, ok := p.check(c, &row)
-		if ok && send {
-			c.rows = append(c.rows, row)
-			c.sources = append(c.sources, cd.src)
-			c.dups = append(c.dups, dup)
+		send, dup, ok := p.check(c, &c.rows[n])
+		if !ok || !send {
+			c.rows[n], c.rows = mapping.Row{}, c.rows[:n]
+			continue
 		}
+		c.sources = append(c.sources, cd.src)
+		c.dups = append(c.dups, dup)
 	}
 	clear(c.cands) // drop the records
 	c.cands = c.cands[:0]

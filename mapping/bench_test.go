@@ -178,6 +178,7 @@ func mapEncode(m *Mapper, recs []sources.Record, n, workers int, out []sink.Subs
 	for range workers {
 		wg.Go(func() {
 			var a Arena // as each of the pipeline's mapping goroutines has
+			var row Row
 			buf := make([]byte, 0, 1024)
 			var made int64
 			defer func() { bytes.Add(made) }()
@@ -190,7 +191,7 @@ func mapEncode(m *Mapper, recs []sources.Record, n, workers int, out []sink.Subs
 					a.Reset() // the chunk's rows are done with (see the comment above)
 				}
 				for i := from; i < min(from+mapChunk, n); i++ {
-					row, rej := m.MapIn(&a, recs[i%len(recs)])
+					rej := m.MapInto(&a, &recs[i%len(recs)], &row)
 					if rej != nil {
 						mu.Lock()
 						firstErr = cmp.Or(firstErr, error(rej))

@@ -508,7 +508,17 @@ func (m *Mapper) Map(rec sources.Record) (Row, *Reject) { return m.MapIn(nil, re
 
 // MapIn is Map with the values it makes held in a (see Arena); a nil a is Map.
 func (m *Mapper) MapIn(a *Arena, rec sources.Record) (Row, *Reject) {
-	row := Row{Ordinal: rec.Ordinal, Line: rec.Line, Sheet: rec.Sheet, Status: m.status, StatusMobile: m.statusMob}
+	var row Row
+	if rej := m.MapInto(a, &rec, &row); rej != nil {
+		return Row{}, rej
+	}
+	return row, nil
+}
+
+// MapInto is MapIn writing the row into *row, which it overwrites whole; after a reject,
+// *row holds nothing of use.
+func (m *Mapper) MapInto(a *Arena, rec *sources.Record, row *Row) *Reject {
+	*row = Row{Ordinal: rec.Ordinal, Line: rec.Line, Sheet: rec.Sheet, Status: m.status, StatusMobile: m.statusMob}
 	if m.hasBase {
 		row.Sub = m.base
 	}
@@ -525,8 +535,8 @@ func (m *Mapper) MapIn(a *Arena, rec sources.Record) (Row, *Reject) {
 		if o.col < len(rec.Values) {
 			raw = rec.Values[o.col]
 		}
-		if rej := m.apply(a, &row, o, &rec, raw); rej != nil {
-			return Row{}, rej
+		if rej := m.apply(a, row, o, rec, raw); rej != nil {
+			return rej
 		}
 	}
 	if m.hasConsent { // the fields still line up with m.fields
@@ -551,7 +561,7 @@ func (m *Mapper) MapIn(a *Arena, rec sources.Record) (Row, *Reject) {
 			row.Sub.Fields = nil
 		}
 	}
-	return row, nil
+	return nil
 }
 
 // consentNo reports whether a row's fields f (one for each of m.fields) say no to consent:

@@ -109,6 +109,34 @@ func TestMapFullRow(t *testing.T) {
 	require.Equal(t, []string{"Ekstra"}, m.Unplaced())
 }
 
+// TestMapIntoOverwritesRow maps records one after another into one Row, as a caller that
+// reuses its rows does: each result must be Map's, with nothing left over from the record
+// before it, even after a reject.
+func TestMapIntoOverwritesRow(t *testing.T) {
+	t.Parallel()
+	m := mustCompile(t, fullSpec, fullHeader, testFields())
+	sparse := map[string]string{"Fornavn": "", "Etternavn": "", "Adresse": "", "Postnr": "", "Sted": "", "Mobil": "",
+		"Firma": "", "Født": "", "Kjønn": "", "Nyhetsbrev": "", "SMS": "", "Grupper": "", "Medlemsnummer": "",
+		"Interesser": "", "Medlemstype": "", "Innmeldt": "", "Kilde": "", "Region": ""}
+	recs := []sources.Record{
+		fullRecord(nil),
+		fullRecord(sparse),
+		fullRecord(map[string]string{"Mobil": "12"}), // a reject, part-way through
+		fullRecord(map[string]string{"Status": "bounce", "Nyhetsbrev": "nei", "Region": ""}),
+		fullRecord(sparse),
+	}
+	var a Arena
+	var row Row
+	for i := range recs {
+		want, wantRej := m.Map(recs[i])
+		rej := m.MapInto(&a, &recs[i], &row)
+		require.Equal(t, wantRej, rej, "record %d", i)
+		if rej == nil {
+			require.Equal(t, want, row, "record %d", i)
+		}
+	}
+}
+
 func TestMapConsentAndStatus(t *testing.T) {
 	t.Parallel()
 	m := mustCompile(t, `
