@@ -169,8 +169,26 @@ func FuzzAsIs(f *testing.F) {
 	})
 }
 
-// FuzzParseSpec feeds arbitrary TOML to ParseSpec: it must never panic, and a spec it accepts
-// must compile or fail with a *SpecError, never anything else.
+// FuzzPhoneDigits checks phoneDigits' one-pass common case against the byte-by-byte
+// phoneDigitsSlow: both give the same digits, "+" and message for any value.
+func FuzzPhoneDigits(f *testing.F) {
+	for _, s := range []string{"912 34 567", "+47 912 34 567", "0047-912.34/567", "+44 (0)20 7946 0000", "++47",
+		"+", "", " ", "9+1", "12345678901234567890123", "123456789012345678901234", "1234567890123456789012345",
+		"+123456789012345678901234", "912 34 567 ext 2", "tlf 912", "(0)912", "912	34"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var fastBuf, slowBuf [24]byte
+		d, intl, msg := phoneDigits(&fastBuf, s)
+		wd, wintl, wmsg := phoneDigitsSlow(&slowBuf, s)
+		require.Equal(t, wmsg, msg, "%q", s)
+		if msg == "" {
+			require.Equal(t, string(wd), string(d), "%q", s)
+			require.Equal(t, wintl, intl, "%q", s)
+		}
+	})
+}
+
 // FuzzPlainEmail checks normEmail's one-pass path against its rules one by one: an address
 // plainEmail accepts passes every check, and comes out lower-cased.
 func FuzzPlainEmail(f *testing.F) {
@@ -197,6 +215,8 @@ func FuzzPlainEmail(f *testing.F) {
 	})
 }
 
+// FuzzParseSpec feeds arbitrary TOML to ParseSpec: it must never panic, and a spec it accepts
+// must compile or fail with a *SpecError, never anything else.
 func FuzzParseSpec(f *testing.F) {
 	f.Add(fuzzSpec)
 	f.Add(fullSpec)

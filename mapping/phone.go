@@ -120,27 +120,9 @@ func parseCountry(s string) (string, bool) {
 // cell and numbers of an impossible length are rejected with a message.
 func normPhone(a *Arena, s, cc string) (string, string) {
 	var buf [24]byte
-	d := buf[:0]
-	intl := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9':
-			if len(d) == cap(buf) {
-				return "", "has too many digits"
-			}
-			d = append(d, c)
-		case c == '+':
-			if len(d) > 0 || intl {
-				return "", "has a + that is not at the start"
-			}
-			intl = true
-		case c == '(' && intl && i+2 < len(s) && s[i+1] == '0' && s[i+2] == ')' && len(d) > 0:
-			i += 2 // "+44 (0)20": the (0) is the trunk prefix, not part of the number
-		case c == ' ' || c == '-' || c == '.' || c == '/' || c == '(' || c == ')':
-		default:
-			return "", "contains " + quoteRune(rune(c)) + " (only digits, spaces, +, -, . and brackets belong in a phone number)"
-		}
+	d, intl, msg := phoneDigits(&buf, s)
+	if msg != "" {
+		return "", msg
 	}
 	if len(d) == 0 {
 		return "", "has no digits"
@@ -151,6 +133,7 @@ func normPhone(a *Arena, s, cc string) (string, string) {
 	}
 	code := cc // the country calling code: the default, or the number's own
 	nsn := d
+	p, known := planOf(cc)
 	if intl {
 		n := countryCodeLen(d)
 		if n == 0 || n >= len(d) || d[0] == '0' {
@@ -159,9 +142,9 @@ func normPhone(a *Arena, s, cc string) (string, string) {
 		nsn = d[n:]
 		if string(d[:n]) != cc {
 			code = string(d[:n])
+			p, known = planOf(code)
 		}
 	} else {
-		p, known := planOf(cc)
 		switch {
 		case known && p.trunk != 0 && len(nsn) > p.minNSN && nsn[0] == p.trunk:
 			nsn = nsn[1:]
@@ -172,7 +155,7 @@ func normPhone(a *Arena, s, cc string) (string, string) {
 			nsn = nsn[1:] // most countries dial a 0 before a national number
 		}
 	}
-	if p, known := planOf(code); known {
+	if known {
 		if len(nsn) < p.minNSN || len(nsn) > p.maxNSN {
 			return "", lengthMessage(code, p, len(nsn))
 		}
@@ -195,6 +178,80 @@ func normPhone(a *Arena, s, cc string) (string, string) {
 	out = append(out, code...)
 	out = append(out, nsn...)
 	return a.str(out), ""
+}
+
+// phone classes of bytes for phoneDigits' common case: a digit, a separator dropped as it
+// is (space, hyphen, dot, slash), anything else.
+const (
+	phoneSep   = 0
+	phoneDigit = 1
+	phoneOther = 2
+)
+
+var phoneClass = func() (t [256]uint8) {
+	for i := range t {
+		t[i] = phoneOther
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = phoneDigit
+	}
+	for _, c := range " -./" {
+		t[c] = phoneSep
+	}
+	return t
+}()
+
+// phoneDigits collects the digits of s into buf, and reports whether s starts an
+// international number with "+", or what is wrong with it.
+//
+// The common case, digits and separators after an optional "+", takes one pass with no
+// branch on the kind of byte: every byte is written, and the count moves on for a digit.
+// Anything else (brackets, a misplaced "+", a letter, more digits than buf holds) goes
+// through phoneDigitsSlow, which says what is wrong.
+func phoneDigits(buf *[24]byte, s string) (d []byte, intl bool, msg string) {
+	i := 0
+	if len(s) > 0 && s[0] == '+' {
+		i, intl = 1, true
+	}
+	if len(s)-i <= len(buf) {
+		n, kinds := 0, uint8(0)
+		for _, c := range []byte(s[i:]) {
+			k := phoneClass[c]
+			buf[n] = c // n < len(buf): n counts bytes before this one, len(s)-i at most
+			n += int(k & phoneDigit)
+			kinds |= k
+		}
+		if kinds&phoneOther == 0 {
+			return buf[:n], intl, ""
+		}
+	}
+	return phoneDigitsSlow(buf, s)
+}
+
+// phoneDigitsSlow is phoneDigits for any s, byte by byte.
+func phoneDigitsSlow(buf *[24]byte, s string) (d []byte, intl bool, msg string) {
+	d = buf[:0]
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			if len(d) == cap(buf) {
+				return nil, false, "has too many digits"
+			}
+			d = append(d, c)
+		case c == '+':
+			if len(d) > 0 || intl {
+				return nil, false, "has a + that is not at the start"
+			}
+			intl = true
+		case c == '(' && intl && i+2 < len(s) && s[i+1] == '0' && s[i+2] == ')' && len(d) > 0:
+			i += 2 // "+44 (0)20": the (0) is the trunk prefix, not part of the number
+		case c == ' ' || c == '-' || c == '.' || c == '/' || c == '(' || c == ')':
+		default:
+			return nil, false, "contains " + quoteRune(rune(c)) + " (only digits, spaces, +, -, . and brackets belong in a phone number)"
+		}
+	}
+	return d, intl, ""
 }
 
 func lengthMessage(code string, p numberingPlan, got int) string {
