@@ -535,7 +535,10 @@ func (m *Mapper) MapInto(a *Arena, rec *sources.Record, row *Row) *Reject {
 		if o.col < len(rec.Values) {
 			raw = rec.Values[o.col]
 		}
-		if rej := m.apply(a, row, o, rec, raw); rej != nil {
+		if o.asIs && m.applyAsIs(a, row, o, raw) {
+			continue // apply's first step, without a call for every value
+		}
+		if rej := m.applyClean(a, row, o, rec, raw); rej != nil {
 			return rej
 		}
 	}
