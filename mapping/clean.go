@@ -12,7 +12,10 @@ import (
 // zero-width spaces) inside it to one ASCII space, and puts it in Unicode NFC.
 // It returns s itself or a substring of it, without allocating, when only ASCII spaces at its
 // ends are to go and it is already NFC. ok is false when s is not valid UTF-8.
-func clean(s string) (_ string, ok bool) {
+func clean(s string) (_ string, ok bool) { return cleanIn(nil, s) }
+
+// cleanIn is clean with a value it makes held in a (see Arena).
+func cleanIn(a *Arena, s string) (_ string, ok bool) {
 	s = trimSpaces(s)
 	stable := true // no rune NFC could change
 	prevSpace := true
@@ -20,6 +23,9 @@ func clean(s string) (_ string, ok bool) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c <= ' ' || c == 0x7f {
+				if c == ' ' && i > 0 && prevSpace {
+					return collapseSpaces(a, s) // "Per  Olav"
+				}
 				if c != ' ' || prevSpace {
 					return cleanSlow(s)
 				}
@@ -70,6 +76,36 @@ func isBlank(r rune) bool {
 		return true
 	}
 	return unicode.IsSpace(r) || unicode.IsControl(r)
+}
+
+// collapseSpaces is clean for s, trimmed, that has two ASCII spaces in a row: when s holds
+// nothing but printable ASCII, ASCII spaces and latin2 runes, every run of spaces becomes one,
+// in one pass, written in a (the result is NFC as it stands, see latin2); anything else goes
+// to cleanSlow.
+func collapseSpaces(a *Arena, s string) (string, bool) {
+	b := a.bytes(len(s))
+	n := 0
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == ' ':
+			if b[n-1] != ' ' { // n > 0: s does not start with a space
+				b[n] = ' '
+				n++
+			}
+			i++
+		case ' ' < c && c < 0x7f:
+			b[n] = c
+			n++
+			i++
+		case latin2(s, i):
+			b[n], b[n+1] = c, s[i+1]
+			n += 2
+			i += 2
+		default:
+			return cleanSlow(s)
+		}
+	}
+	return unsafeString(b[:n]), true
 }
 
 func cleanSlow(s string) (string, bool) {

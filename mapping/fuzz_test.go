@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
@@ -166,6 +167,24 @@ func FuzzAsIs(f *testing.F) {
 			}
 			require.Equal(t, full, fast, "%s: %q", o.column, raw)
 		}
+	})
+}
+
+// FuzzClean checks clean, and its short cuts for common values, against its definition:
+// runs of blanks become one space, none at the ends, then NFC; invalid UTF-8 is refused.
+func FuzzClean(f *testing.F) {
+	for _, s := range []string{"Per  Olav", " Per   Olav ", "Åse  Ærø", "a  b\tc", "a  \u00a0b", "a  e\u0301",
+		"a  \xff", "a  \xc3", "  ", "a \u200b b", "Ola\x00Nordmann", "x  y  z", "A\u030Ase"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := cleanIn(&Arena{}, s)
+		if !utf8.ValidString(s) {
+			require.False(t, ok, "%q is not UTF-8", s)
+			return
+		}
+		require.True(t, ok, "%q", s)
+		require.Equal(t, norm.NFC.String(strings.Join(strings.FieldsFunc(s, isBlank), " ")), got, "%q", s)
 	})
 }
 
