@@ -83,6 +83,7 @@ func benchValues(n int, header []string) [][]string {
 			"Medlemsnr":   fmt.Sprint(i),
 			"Medlemstype": []string{"Gull", "sølv", "Bronse"}[i%3],
 			"Innmeldt":    []string{"01.02.2020", "2021-03-04", fmt.Sprintf("5.6.%02d", i%20)}[i%3],
+			"Grupper":     []string{"VIP;Nye  kunder", "", fmt.Sprintf("Kunde;Region  %d", i%5)}[i%3],
 		}
 		values := make([]string, len(header))
 		for j, h := range header {
