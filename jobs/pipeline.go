@@ -656,9 +656,11 @@ func (c *chunk) recycle() {
 		stored: c.stored[:0], known: c.known[:0], cands: c.cands[:0], candFPs: c.candFPs[:0], candKeys: c.candKeys[:0]}
 }
 
+// reject records a reject; its value is copied, for it may be one mapping made in the chunk's
+// Arena (a lower-cased duplicate e-mail), and the reject outlives the chunk.
 func (c *chunk) reject(r mapping.Reject) {
 	c.outcomes = append(c.outcomes, outcome{ord: r.Ordinal, kind: outRejected, reject: &state.Reject{
-		Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Column: r.Column, Value: r.Value, Code: r.Code, Reason: r.Message,
+		Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Column: r.Column, Value: strings.Clone(r.Value), Code: r.Code, Reason: r.Message,
 	}})
 }
 

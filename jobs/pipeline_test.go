@@ -318,3 +318,70 @@ Innmeldt = "custom:Innmeldt"
 		require.Equal(t, want[i], sent[i])
 	}
 }
+
+// TestPipelineKeepsValuesMappingMade: what mapping makes in a chunk's memory and the run
+// keeps after the chunk is recycled is kept whole: tags whose spaces were collapsed, in
+// batches held until every chunk is done; the value of a reject, written at a checkpoint
+// after that: a lower-cased duplicate e-mail, a tag too long.
+func TestPipelineKeepsValuesMappingMade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var b strings.Builder
+	b.WriteString("E-post,Grupper\n")
+	longTag := strings.Repeat("ab  ", 40) + "c" // 121 characters once collapsed
+	for i := 1; i <= 3000; i++ {
+		email := fmt.Sprintf("Person%d@Example.COM", (i-1)%2000+1) // rows 2001-3000 repeat 1-1000
+		tags := "VIP;Nye  kunder"
+		if i%500 == 3 {
+			tags = "VIP;" + longTag
+		}
+		fmt.Fprintf(&b, "%s,%s\n", email, tags)
+	}
+	sender := &holdingSender{calls: make(chan heldCall)}
+	p, store, run := testPipeline(t, b.String(), sender)
+	spec, err := mapping.ParseSpec([]byte(`
+duplicates = "reject"
+[columns]
+"E-post" = "email"
+Grupper = { to = "tags", separator = ";" }
+`))
+	require.NoError(t, err)
+	m, err := mapping.Compile(spec, p.reader.Header(), mapping.Fields{})
+	require.NoError(t, err)
+	p.mapper, p.dedupe, p.mappingFP = m, m.NewDeduper(), m.Fingerprint()
+	p.windowSize = 8
+	done := make(chan error, 1)
+	go func() { done <- p.run(ctx, 0) }()
+	calls := []heldCall{<-sender.calls, <-sender.calls} // 1996 rows: rows 3, 503, 1003 and 1503 are rejected
+	sent := 0
+	for _, c := range calls {
+		for _, r := range c.rows {
+			require.Equal(t, []string{"VIP", "Nye kunder"}, r.Tags, r.Email)
+			sent++
+		}
+	}
+	require.Equal(t, 1996, sent)
+	for _, c := range calls {
+		c.answer <- nil
+	}
+	require.NoError(t, <-done)
+
+	var tooLong, dups int
+	require.NoError(t, store.Rejects(ctx, run.ID, func(rj state.Reject) error {
+		i := rj.Line - 1
+		switch rj.Code {
+		case mapping.CodeTooLong:
+			require.Equal(t, 3, i%500, "line %d", rj.Line)
+			require.True(t, strings.HasPrefix(rj.Value, "ab ab ab"), "line %d: %q", rj.Line, rj.Value)
+			tooLong++
+		case mapping.CodeDuplicateEmail:
+			require.Equal(t, fmt.Sprintf("person%d@example.com", i-2000), rj.Value, "line %d", rj.Line)
+			dups++
+		default:
+			t.Fatalf("line %d: %+v", rj.Line, rj)
+		}
+		return nil
+	}))
+	require.Equal(t, 6, tooLong)
+	require.Equal(t, 1000-2, dups) // rows 2003 and 2503 are too long first
+}
