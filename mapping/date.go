@@ -93,8 +93,9 @@ func normDate(a *Arena, s string, r dateRule) (string, string) {
 	if len(s) == 10 && s[4] == '-' && s[7] == '-' {
 		return s, "" // already YYYY-MM-DD: no need to build it again
 	}
-	var buf [10]byte
-	return a.str(c.append(buf[:0])), ""
+	b := a.bytes(10) // written in place, as YYYY-MM-DD has ten bytes
+	c.append(b[:0])
+	return unsafeString(b), ""
 }
 
 const notADate = "is not a date (use dd.mm.yyyy or yyyy-mm-dd)"

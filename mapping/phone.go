@@ -173,11 +173,10 @@ func normPhone(a *Arena, s, cc string) (string, string) {
 	if len(s) == 1+len(code)+len(nsn) && s[0] == '+' && s[1:1+len(code)] == code && s[1+len(code):] == string(nsn) {
 		return s, "" // already in E.164 form: no copy
 	}
-	var buf2 [1 + maxE164Digits]byte
-	out := append(buf2[:0], '+')
-	out = append(out, code...)
-	out = append(out, nsn...)
-	return a.str(out), ""
+	out := a.bytes(1 + len(code) + len(nsn)) // written in place
+	out[0] = '+'
+	copy(out[1+copy(out[1:], code):], nsn)
+	return unsafeString(out), ""
 }
 
 // phone classes of bytes for phoneDigits' common case: a digit, a separator dropped as it
