@@ -7,8 +7,9 @@ import (
 )
 
 // An Arena holds the values Map makes rather than finds in the record (a lower-cased
-// e-mail address, a phone number in E.164 form, a date in ISO form) and each row's slice of
-// consent and custom fields, a block at a time instead of one allocation each. Mapping
+// e-mail address, a phone number in E.164 form, a date in ISO form, a value with its spaces
+// collapsed) and each row's slice of consent and custom fields, a block at a time instead of
+// one allocation each. Tags are never made in an Arena. Mapping
 // millions of rows, that saves most of the allocator's work.
 //
 // Reset hands the blocks out again, so that a run maps with the same few blocks over and over
