@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/subsync/subsync/sink"
@@ -9,7 +10,7 @@ import (
 // An Arena holds the values Map makes rather than finds in the record (a lower-cased
 // e-mail address, a phone number in E.164 form, a date in ISO form, a value with its spaces
 // collapsed) and each row's slice of consent and custom fields, a block at a time instead of
-// one allocation each. Tags are never made in an Arena. Mapping
+// one allocation each. Mapping
 // millions of rows, that saves most of the allocator's work.
 //
 // Reset hands the blocks out again, so that a run maps with the same few blocks over and over
@@ -79,6 +80,15 @@ func (a *Arena) Adopt(r *Row, from *Arena) {
 	for _, v := range [...]*string{&s.Email, &s.Firstname, &s.Lastname, &s.Address, &s.Zip, &s.City,
 		&s.Phone, &s.Company, &s.Birthday, &s.Gender} {
 		keep(v)
+	}
+	for i, t := range s.Tags {
+		if t != "" && from.holdsText(unsafe.StringData(t)) {
+			s.Tags = slices.Clone(s.Tags) // rows may share their tags: change a copy
+			for j := i; j < len(s.Tags); j++ {
+				keep(&s.Tags[j])
+			}
+			break
+		}
 	}
 	if len(s.Fields) == 0 {
 		return

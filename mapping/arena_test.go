@@ -41,7 +41,7 @@ func TestMapInArenaMatchesMap(t *testing.T) {
 func TestArenaResetAndAdopt(t *testing.T) {
 	t.Parallel()
 	// The benchmark's mapping, a custom field whose dates are made in the Arena too, and
-	// tags whose spaces are collapsed (in the Arena, unless tags keep out of it).
+	// tags whose spaces are collapsed in the Arena, which Adopt copies too.
 	header := append(slices.Clip(paceHeader), "Innmeldt", "Grupper")
 	m := mustCompile(t, paceSpec+"Innmeldt = \"custom:Innmeldt\"\nGrupper = { to = \"tags\", separator = \";\" }\n", header, testFields())
 	recs := benchInput(t, 6_000, header)

@@ -596,12 +596,7 @@ func (m *Mapper) apply(a *Arena, row *Row, o *op, rec *sources.Record, raw strin
 
 // applyClean cleans raw and maps it into row by the rules of o.
 func (m *Mapper) applyClean(a *Arena, row *Row, o *op, rec *sources.Record, raw string) *Reject {
-	in := a
-	if o.kind == kTags || o.kind == kCustomMulti {
-		// Their parts become tags and reject values, which Adopt does not copy out of a.
-		in = nil
-	}
-	v, ok := cleanIn(in, raw)
+	v, ok := cleanIn(a, raw)
 	if !ok {
 		return m.reject(rec, o, raw, CodeInvalidEncoding, o.what+" is not valid UTF-8: the file's character encoding is probably not what subsync read it as")
 	}
