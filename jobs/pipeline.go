@@ -478,13 +478,7 @@ func (p *pipeline) mapChunk(c *chunk) {
 			c.cands = append(c.cands, cand{rec: *rec, email: email, src: p.sourceHash(*rec), key: h.Sum64()})
 			continue
 		}
-		// Mapped in place, into the chunk's next row.
-		n := len(c.rows)
-		c.rows = append(c.rows, mapping.Row{})
-		if rej := p.mapper.MapInto(&c.arena, rec, &c.rows[n]); rej != nil {
-			c.rows[n], c.rows = mapping.Row{}, c.rows[:n] // holding nothing of the record
-			c.reject(*rej)
-		} else {
+		if c.mapRow(p.mapper, rec) != nil {
 			c.sources = append(c.sources, p.sourceHash(*rec))
 		}
 	}
@@ -602,16 +596,13 @@ func (p *pipeline) resolve(ctx context.Context, c *chunk) error {
 				// recorded the e-mail, so check counts it as the duplicate it is.
 			}
 		}
-		n := len(c.rows) // mapped in place, into the chunk's next row
-		c.rows = append(c.rows, mapping.Row{})
-		if rej := p.mapper.MapInto(&c.arena, &cd.rec, &c.rows[n]); rej != nil {
-			c.rows[n], c.rows = mapping.Row{}, c.rows[:n] // holding nothing of the record
-			c.reject(*rej)
+		row := c.mapRow(p.mapper, &cd.rec)
+		if row == nil {
 			continue
 		}
-		send, dup, ok := p.check(c, &c.rows[n])
+		send, dup, ok := p.check(c, row)
 		if !ok || !send {
-			c.rows[n], c.rows = mapping.Row{}, c.rows[:n]
+			c.dropRow()
 			continue
 		}
 		c.sources = append(c.sources, cd.src)
@@ -654,6 +645,25 @@ func (c *chunk) recycle() {
 	*c = chunk{arena: c.arena, recs: c.recs[:0], before: c.before[:0], rows: c.rows[:0], sources: c.sources[:0], dups: c.dups[:0], emails: c.emails[:0],
 		payloads: c.payloads[:0], outcomes: c.outcomes[:0], skip: c.skip[:0], observe: c.observe[:0],
 		stored: c.stored[:0], known: c.known[:0], cands: c.cands[:0], candFPs: c.candFPs[:0], candKeys: c.candKeys[:0]}
+}
+
+// mapRow maps rec in place, into the chunk's next row, and returns that row; or records the
+// reject and returns nil.
+func (c *chunk) mapRow(m *mapping.Mapper, rec *sources.Record) *mapping.Row {
+	c.rows = append(c.rows, mapping.Row{})
+	row := &c.rows[len(c.rows)-1]
+	if rej := m.MapInto(&c.arena, rec, row); rej != nil {
+		c.dropRow()
+		c.reject(*rej)
+		return nil
+	}
+	return row
+}
+
+// dropRow takes back the chunk's last row, leaving its slot holding nothing of the record.
+func (c *chunk) dropRow() {
+	c.rows[len(c.rows)-1] = mapping.Row{}
+	c.rows = c.rows[:len(c.rows)-1]
 }
 
 // reject records a reject; its value is copied, for it may be one mapping made in the chunk's
