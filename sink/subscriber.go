@@ -115,23 +115,11 @@ func compareFields(a, b Field) int { return strings.Compare(a.Name, b.Name) }
 // without a call for every pair).
 func fieldsSorted(f []Field) bool {
 	for i := 1; i < len(f); i++ {
-		if less(f[i].Name, f[i-1].Name) {
+		if f[i].Name < f[i-1].Name {
 			return false
 		}
 	}
 	return true
-}
-
-// less is a < b, byte by byte in line: for the short names of fields it spares a call of
-// the runtime's comparison, which is built for long strings.
-func less(a, b string) bool {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return len(a) < len(b)
 }
 
 // MarshalJSON encodes the subscriber as the service expects it. The output is deterministic

@@ -132,16 +132,3 @@ func checkAppendString(t *testing.T, s string) {
 		}
 	}
 }
-
-// less orders field names as Go compares strings: prefixes, equal names, bytes above 0x7F.
-func TestLessIsStringOrder(t *testing.T) {
-	t.Parallel()
-	names := []string{"", "E", "EXTRA", "EXTRA1", "EXTRA10", "EXTRA2", "EXTRA1\xff", "SAMTYKKEEPOST", "SAMTYKKESMS", "extra1", "ø", "\x00"}
-	for _, a := range names {
-		for _, b := range names {
-			if got := less(a, b); got != (a < b) {
-				t.Errorf("less(%q, %q) = %v", a, b, got)
-			}
-		}
-	}
-}
