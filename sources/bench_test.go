@@ -57,20 +57,59 @@ func BenchmarkRead(b *testing.B) {
 		files[key] = path
 		return path
 	}
-	for _, kind := range []string{sources.KindCSV, sources.KindXLSX} {
+	for _, kind := range []string{sources.KindCSV, sources.KindXLSX, excelizeRows} {
 		for _, rows := range []int{100_000, 1_000_000} {
 			b.Run(fmt.Sprintf("kind=%s/rows=%d", kind, rows), func(b *testing.B) {
+				read := readCounting
+				if kind == excelizeRows {
+					kind, read = sources.KindXLSX, readExcelize
+				}
 				path := file(b, kind, rows)
 				var peak uint64
 				b.ResetTimer()
 				for range b.N {
-					peak = max(peak, readCounting(b, path, rows))
+					peak = max(peak, read(b, path, rows))
 				}
 				b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 				b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 			})
 		}
 	}
+}
+
+// excelizeRows names the sub-benchmarks that read the workbooks with excelize's own row
+// iterator, as the XLSX reader did before it streamed worksheets itself.
+const excelizeRows = "excelize"
+
+// readExcelize reads every row of the workbook at path with excelize's row iterator, checks
+// the count of data rows, and returns the peak heap.
+func readExcelize(b *testing.B, path string, want int) uint64 {
+	runtime.GC()
+	runtime.GC()
+	stop := sampleHeap()
+	f, err := excelize.OpenFile(path, excelize.Options{UnzipXMLSizeLimit: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows, err := f.Rows("Sheet1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := -1 // the header
+	for rows.Next() {
+		if _, err := rows.Columns(); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	if err := errors.Join(rows.Error(), rows.Close(), f.Close()); err != nil {
+		b.Fatal(err)
+	}
+	peak := stop()
+	if n != want {
+		b.Fatalf("read %d rows, want %d", n, want)
+	}
+	return peak
 }
 
 // readCounting reads every row of path, checks the count, and returns the peak heap.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -68,12 +67,18 @@ type XLSXOptions struct {
 type XLSXReader struct {
 	path     string
 	tmpDir   string
+	osFile   *os.File
 	file     *excelize.File
-	rows     *excelize.Rows
+	sheetRC  io.ReadCloser
+	scan     *sheetScanner
+	cells    *cellFormatter
 	sheet    string
 	header   []string
-	row      int  // the worksheet row the iterator is on
+	row      int  // the worksheet row last read
 	date1904 bool // serial numbers count days from 1904, not 1900
+
+	rowBuf []byte     // the current row's text
+	spans  []cellSpan // where each cell's text is in rowBuf
 
 	totalRows int64
 	read      atomic.Int64
@@ -103,7 +108,11 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close() // excelize has what it needs once it is open
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+		}
+	}() // else the reader closes it: the worksheet is streamed from it
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -142,7 +151,7 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 		return nil, err
 	}
 
-	r := &XLSXReader{path: path}
+	r := &XLSXReader{path: path, osFile: f}
 	if r.tmpDir, err = os.MkdirTemp(opts.TempDir, "subsync-xlsx-"); err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
 	}
@@ -179,16 +188,83 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 	if r.sheet, err = chooseSheet(r.file, opts); err != nil {
 		return nil, err
 	}
-	if r.rows, err = r.file.Rows(r.sheet); err != nil {
+	sst, err := loadSharedStrings(ctx, zr)
+	if err != nil {
+		return nil, err
+	}
+	if r.cells, err = newCellFormatter(r.file, sst); err != nil {
+		return nil, err
+	}
+	part := sheetParts(zr)[strings.ToLower(r.sheet)]
+	if r.sheetRC, err = openPart(ctx, zr, part); err != nil {
 		return nil, fmt.Errorf("sheet %q: %w", r.sheet, err)
 	}
+	r.scan = &sheetScanner{x: newXMLScanner(r.sheetRC, maxCell)}
 	if err := r.readHeader(ctx, opts.HeaderRow); err != nil {
 		return nil, err
 	}
-	if last := dimensionLastRow(proxy, sheetParts(zr)[strings.ToLower(r.sheet)]); last > r.row {
+	if last := r.scan.dimLastRow; last > r.row {
 		r.totalRows = int64(last - r.row)
 	}
 	return r, nil
+}
+
+// maxCell bounds the XML of one cell or shared string.
+const maxCell = 1 << 20
+
+// openPart opens the archive entry name (compared case-insensitively) for reading.
+func openPart(ctx context.Context, zr *zip.Reader, name string) (io.ReadCloser, error) {
+	for _, f := range zr.File {
+		if strings.EqualFold(f.Name, name) {
+			rc, err := f.Open()
+			if err != nil {
+				return nil, fmt.Errorf("unpack %s: %w", f.Name, err)
+			}
+			return &partReader{ctx: ctx, f: f, rc: rc}, nil
+		}
+	}
+	return nil, fmt.Errorf("the workbook has no part %q for it (a damaged workbook?)", name)
+}
+
+// partReader reads an archive entry, honouring ctx and naming the entry in errors.
+type partReader struct {
+	ctx context.Context
+	f   *zip.File
+	rc  io.ReadCloser
+}
+
+func (p *partReader) Read(b []byte) (int, error) {
+	if err := p.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := p.rc.Read(b)
+	if err != nil && err != io.EOF {
+		if errors.Is(err, zip.ErrFormat) {
+			err = fmt.Errorf("%w: it unpacks to more than the %d bytes its header declares (%w)", ErrTooLarge, p.f.UncompressedSize64, err)
+		}
+		err = fmt.Errorf("unpack %s: %w", p.f.Name, err)
+	}
+	return n, err
+}
+
+func (p *partReader) Close() error { return p.rc.Close() }
+
+// loadSharedStrings reads the workbook's shared-string table (none is an empty table).
+func loadSharedStrings(ctx context.Context, zr *zip.Reader) (*sharedStrings, error) {
+	name := sharedStringsPart(zr)
+	if name == "" {
+		return &sharedStrings{}, nil
+	}
+	rc, err := openPart(ctx, zr, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	sst, err := readSharedStrings(rc, maxCell)
+	if err != nil {
+		return nil, fmt.Errorf("shared strings: %w", err)
+	}
+	return sst, nil
 }
 
 // checkWorkbookArchive tells an .xlsx from other zip files and refuses zip bombs that
@@ -263,32 +339,33 @@ func (r *XLSXReader) readHeader(ctx context.Context, headerRow int) error {
 				return err
 			}
 		}
-		if !r.rows.Next() {
+		ok, err := r.readRow()
+		if err != nil {
+			return fmt.Errorf("sheet %q after row %d: %w", r.sheet, r.row, err)
+		}
+		if ok && headerRow > 0 && r.row > headerRow {
+			return fmt.Errorf("%w: header_row %d of sheet %q is empty", ErrNoHeader, headerRow, r.sheet)
+		}
+		if !ok {
 			switch {
 			case headerRow > 0:
-				return fmt.Errorf("%w: header_row %d is past the last row (%d) of sheet %q", ErrNoHeader, headerRow, r.row, r.sheet)
+				return fmt.Errorf("%w: header_row %d is past the last row (%d) of sheet %q", ErrNoHeader, headerRow, r.lastRow(), r.sheet)
 			default:
 				return fmt.Errorf("%w: sheet %q is empty", ErrNoHeader, r.sheet)
 			}
 		}
-		r.row++
 		if headerRow > 0 && r.row < headerRow {
 			continue
 		}
-		cells, err := r.rows.Columns()
-		if err != nil {
-			return fmt.Errorf("%w: sheet %q row %d: %w", ErrNoHeader, r.sheet, r.row, err)
+		cells, cellErr := r.rowCells()
+		if cellErr != nil {
+			return fmt.Errorf("%w: sheet %q row %d: %w", ErrNoHeader, r.sheet, r.row, cellErr)
 		}
 		if allBlank(cells) {
 			if headerRow > 0 {
 				return fmt.Errorf("%w: header_row %d of sheet %q is empty", ErrNoHeader, headerRow, r.sheet)
 			}
 			continue
-		}
-		for i, v := range cells {
-			if iso, ok := isoDate(v, r.date1904); ok {
-				cells[i] = iso
-			}
 		}
 		header, err := normalizeHeader(cells)
 		if err != nil {
@@ -297,6 +374,81 @@ func (r *XLSXReader) readHeader(ctx context.Context, headerRow int) error {
 		r.header = header
 		return nil
 	}
+}
+
+// cellSpan is where a cell's text is in rowBuf; err is set when it could not be formatted.
+type cellSpan struct {
+	col        int
+	start, end int
+	err        error
+}
+
+// readRow reads the next row of the worksheet into rowBuf and spans; false at the end.
+// Cells whose text is empty (and that hold no formula) are left out, as excelize does.
+func (r *XLSXReader) readRow() (bool, error) {
+	r.rowBuf, r.spans = r.rowBuf[:0], r.spans[:0]
+	inRow := false
+	for {
+		tok, err := r.scan.next()
+		if err != nil {
+			return false, err
+		}
+		switch tok {
+		case tokEOF:
+			if inRow {
+				return true, nil
+			}
+			return false, nil
+		case tokRow:
+			r.row = r.scan.row
+			inRow = true
+		case tokRowEnd:
+			if inRow {
+				return true, nil
+			}
+		case tokCell:
+			if !inRow {
+				continue // a cell outside a row: excelize ignores it too
+			}
+			c := &r.scan.cell
+			start := len(r.rowBuf)
+			r.rowBuf, err = r.cells.appendValue(r.rowBuf, c)
+			if err != nil || len(r.rowBuf) > start || c.hasF {
+				r.spans = append(r.spans, cellSpan{col: c.col, start: start, end: len(r.rowBuf), err: err})
+			}
+		}
+	}
+}
+
+// lastRow is the number of the last row read, for messages.
+func (r *XLSXReader) lastRow() int { return r.row }
+
+// rowCells returns the cells of the row readRow read, as many as its last cell's column;
+// err is the first cell that could not be formatted.
+func (r *XLSXReader) rowCells() ([]string, *RowError) {
+	if len(r.spans) == 0 {
+		return nil, nil
+	}
+	text := string(r.rowBuf)
+	n := 0
+	for _, sp := range r.spans {
+		n = max(n, sp.col)
+	}
+	cells := make([]string, n)
+	var rowErr *RowError
+	for _, sp := range r.spans {
+		v := text[sp.start:sp.end]
+		if len(v) > 0 && v[0] == 0 {
+			if iso, ok := isoDate(v, r.date1904); ok {
+				v = iso
+			}
+		}
+		cells[sp.col-1] = v
+		if sp.err != nil && rowErr == nil {
+			rowErr = &RowError{Line: r.row, Sheet: r.sheet, Column: sp.col, Message: sp.err.Error()}
+		}
+	}
+	return cells, rowErr
 }
 
 // Header returns the column names; see the package doc.
@@ -326,29 +478,24 @@ func (r *XLSXReader) Next(ctx context.Context) (Record, error) {
 				return Record{}, r.err
 			}
 		}
-		if !r.rows.Next() {
-			if err := r.rows.Error(); err != nil {
-				r.err = fmt.Errorf("read %s sheet %q after row %d: %w", r.path, r.sheet, r.row, err)
-				return Record{}, r.err
-			}
+		ok, err := r.readRow()
+		if err != nil {
+			r.err = fmt.Errorf("read %s sheet %q after row %d: %w", r.path, r.sheet, r.row, err)
+			return Record{}, r.err
+		}
+		if !ok {
 			r.err = io.EOF
 			return Record{}, io.EOF
 		}
-		r.row++
-		cells, err := r.rows.Columns()
-		for i, v := range cells {
-			if iso, ok := isoDate(v, r.date1904); ok {
-				cells[i] = iso
-			}
-		}
-		if err == nil && allBlank(cells) {
+		cells, cellErr := r.rowCells()
+		if cellErr == nil && allBlank(cells) {
 			continue
 		}
 		r.ordinal++
 		r.read.Store(r.ordinal)
 		rec := Record{Ordinal: r.ordinal, Line: r.row, Sheet: r.sheet, Values: cells}
-		if err != nil {
-			return rec, &RowError{Line: r.row, Sheet: r.sheet, Message: err.Error()}
+		if cellErr != nil {
+			return rec, cellErr
 		}
 		for i := len(r.header); i < len(cells); i++ {
 			if strings.TrimSpace(cells[i]) != "" {
@@ -359,9 +506,11 @@ func (r *XLSXReader) Next(ctx context.Context) (Record, error) {
 				return rec, &RowError{Line: r.row, Sheet: r.sheet, Column: i + 1, Message: msg}
 			}
 		}
-		values := make([]string, len(r.header))
-		copy(values, cells)
-		rec.Values = values
+		if len(cells) != len(r.header) {
+			values := make([]string, len(r.header))
+			copy(values, cells)
+			rec.Values = values
+		}
 		return rec, nil
 	}
 }
@@ -373,11 +522,14 @@ func (r *XLSXReader) Close() error {
 	}
 	r.closed = true
 	var errs []error
-	if r.rows != nil {
-		errs = append(errs, r.rows.Close())
+	if r.sheetRC != nil {
+		errs = append(errs, r.sheetRC.Close())
 	}
 	if r.file != nil {
 		errs = append(errs, r.file.Close())
+	}
+	if r.osFile != nil {
+		errs = append(errs, r.osFile.Close())
 	}
 	if r.tmpDir != "" {
 		errs = append(errs, os.RemoveAll(r.tmpDir))
@@ -395,21 +547,4 @@ func columnName(n int) string {
 		return strconv.Itoa(n)
 	}
 	return name
-}
-
-var dimensionRef = regexp.MustCompile(`<(?:\w+:)?dimension\s+ref="[A-Z]+\d+:[A-Z]+(\d+)"`)
-
-// dimensionLastRow returns the last row the worksheet's <dimension> declares, or 0 when it
-// declares none (excelize's StreamWriter writes none).
-func dimensionLastRow(p *proxyArchive, part string) int {
-	head := p.heads[part]
-	if head == nil {
-		return 0
-	}
-	m := dimensionRef.FindSubmatch(head.Bytes())
-	if m == nil {
-		return 0
-	}
-	last, _ := strconv.Atoi(string(m[1]))
-	return last
 }
