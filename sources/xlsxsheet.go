@@ -52,7 +52,8 @@ type sheetScanner struct {
 }
 
 var (
-	endV = []byte("</v>")
+	endV  = []byte("</v>")
+	endIS = []byte("</t></is>")
 )
 
 // next advances to the next row start, cell or row end.
@@ -197,6 +198,23 @@ func (s *sheetScanner) readCell(t tag) error {
 			s.text, err = appendText(s.text[:0], raw)
 			c.v = s.text
 			return s.cellErr(err)
+		}
+	}
+	// The usual inline string: <is><t>text</t></is> (or <t xml:space="preserve">).
+	if len(content) >= 16 && string(content[:6]) == "<is><t" && (content[6] == '>' || content[6] == ' ') && bytes.HasSuffix(content, endIS) {
+		if gt := bytes.IndexByte(content[6:], '>'); gt >= 0 {
+			raw := content[6+gt+1 : len(content)-len(endIS)]
+			if bytes.IndexByte(raw, '<') < 0 && bytes.IndexByte(content[6:6+gt], '/') < 0 {
+				c.hasIS = true
+				if bytes.IndexAny(raw, "&\r") < 0 {
+					c.is = raw
+					return nil
+				}
+				var err error
+				s.is, err = appendText(s.is[:0], raw)
+				c.is = s.is
+				return s.cellErr(err)
+			}
 		}
 	}
 	s.text, s.is, s.isRuns = s.text[:0], s.is[:0], s.isRuns[:0]
