@@ -60,11 +60,11 @@ func BenchmarkRead(b *testing.B) {
 	for _, kind := range []string{sources.KindCSV, sources.KindXLSX, excelizeRows} {
 		for _, rows := range []int{100_000, 1_000_000} {
 			b.Run(fmt.Sprintf("kind=%s/rows=%d", kind, rows), func(b *testing.B) {
-				read := readCounting
+				fileKind, read := kind, readCounting
 				if kind == excelizeRows {
-					kind, read = sources.KindXLSX, readExcelize
+					fileKind, read = sources.KindXLSX, readExcelize
 				}
-				path := file(b, kind, rows)
+				path := file(b, fileKind, rows)
 				var peak uint64
 				b.ResetTimer()
 				for range b.N {

@@ -3,6 +3,7 @@ package sources
 import (
 	"archive/zip"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,14 @@ import (
 // DefaultMaxUnzipSize bounds what a workbook may unpack to (all its parts together). A
 // million-row contact sheet unpacks to about 0.5 GB; a zip bomb to far more.
 const DefaultMaxUnzipSize = 2 << 30
+
+// DefaultMaxSheetSize bounds what the worksheet read may unpack to, and the shared-string
+// table: a million-row contact sheet is about 0.5 GB of XML.
+const DefaultMaxSheetSize = 1 << 30
+
+// DefaultMaxCellSize bounds the XML of one cell or shared string. Excel holds at most
+// 32,767 characters in a cell, about 200 KB of XML at the very worst.
+const DefaultMaxCellSize = 1 << 20
 
 // maxZipEntries bounds the number of parts of a workbook.
 const maxZipEntries = 10000
@@ -39,8 +48,14 @@ type XLSXOptions struct {
 	HeaderRow int
 	// MaxUnzipSize bounds what the workbook may unpack to. 0 = DefaultMaxUnzipSize.
 	MaxUnzipSize int64
-	// TempDir is where large worksheets are unpacked while they are read (removed on
-	// Close). "" = os.TempDir().
+	// MaxSheetSize bounds what the worksheet (and the shared-string table) may unpack to.
+	// 0 = DefaultMaxSheetSize.
+	MaxSheetSize int64
+	// MaxCellSize bounds the XML of one cell or shared string. 0 = DefaultMaxCellSize.
+	MaxCellSize int
+	// TempDir is where large parts of the workbook are unpacked while it is read (removed
+	// on Close; the directories of killed runs are removed by the next OpenXLSX). "" =
+	// os.TempDir().
 	TempDir string
 }
 
@@ -67,6 +82,8 @@ type XLSXOptions struct {
 type XLSXReader struct {
 	path     string
 	tmpDir   string
+	tmpLock  *os.File     // held while the reader is open (see xlsxtmp.go)
+	memory   *memoryClaim // what the reader holds of the process's budget
 	osFile   *os.File
 	file     *excelize.File
 	sheetRC  io.ReadCloser
@@ -97,13 +114,13 @@ func OpenXLSX(ctx context.Context, path string, opts XLSXOptions) (*XLSXReader, 
 }
 
 func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader, err error) {
-	if opts.HeaderRow < 0 || opts.SheetIndex < 0 || opts.MaxUnzipSize < 0 {
-		return nil, fmt.Errorf("header_row %d, sheet_index %d, max unzip size %d: must not be negative", opts.HeaderRow, opts.SheetIndex, opts.MaxUnzipSize)
+	if opts.HeaderRow < 0 || opts.SheetIndex < 0 || opts.MaxUnzipSize < 0 || opts.MaxSheetSize < 0 || opts.MaxCellSize < 0 {
+		return nil, fmt.Errorf("header_row %d, sheet_index %d, max unzip size %d, max sheet size %d, max cell size %d: must not be negative",
+			opts.HeaderRow, opts.SheetIndex, opts.MaxUnzipSize, opts.MaxSheetSize, opts.MaxCellSize)
 	}
-	maxUnzip := opts.MaxUnzipSize
-	if maxUnzip == 0 {
-		maxUnzip = DefaultMaxUnzipSize
-	}
+	maxUnzip := cmp.Or(opts.MaxUnzipSize, DefaultMaxUnzipSize)
+	maxSheet := cmp.Or(opts.MaxSheetSize, DefaultMaxSheetSize)
+	maxCell := cmp.Or(opts.MaxCellSize, DefaultMaxCellSize)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -152,7 +169,7 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 	}
 
 	r := &XLSXReader{path: path, osFile: f}
-	if r.tmpDir, err = os.MkdirTemp(opts.TempDir, "subsync-xlsx-"); err != nil {
+	if r.tmpDir, r.tmpLock, err = makeTempDir(opts.TempDir); err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
 	}
 	defer func() {
@@ -188,7 +205,11 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 	if r.sheet, err = chooseSheet(r.file, opts); err != nil {
 		return nil, err
 	}
-	sst, err := loadSharedStrings(ctx, zr)
+	sstPart := sharedStringsPart(zr)
+	if r.memory, err = claimMemory(ctx, partSize(zr, sstPart), maxCell); err != nil {
+		return nil, err
+	}
+	sst, err := loadSharedStrings(ctx, zr, sstPart, maxSheet, maxCell)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +217,7 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 		return nil, err
 	}
 	part := sheetParts(zr)[strings.ToLower(r.sheet)]
-	if r.sheetRC, err = openPart(ctx, zr, part); err != nil {
+	if r.sheetRC, err = openPart(ctx, zr, part, maxSheet); err != nil {
 		return nil, fmt.Errorf("sheet %q: %w", r.sheet, err)
 	}
 	r.scan = &sheetScanner{x: newXMLScanner(r.sheetRC, maxCell)}
@@ -209,18 +230,19 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 	return r, nil
 }
 
-// maxCell bounds the XML of one cell or shared string.
-const maxCell = 1 << 20
-
 // openPart opens the archive entry name (compared case-insensitively) for reading.
-func openPart(ctx context.Context, zr *zip.Reader, name string) (io.ReadCloser, error) {
+// It may unpack to at most limit bytes.
+func openPart(ctx context.Context, zr *zip.Reader, name string, limit int64) (io.ReadCloser, error) {
 	for _, f := range zr.File {
 		if strings.EqualFold(f.Name, name) {
+			if f.UncompressedSize64 > uint64(limit) {
+				return nil, fmt.Errorf("%w: %s unpacks to %d bytes, more than the %d one part may (a zip bomb?)", ErrTooLarge, f.Name, f.UncompressedSize64, limit)
+			}
 			rc, err := f.Open()
 			if err != nil {
 				return nil, fmt.Errorf("unpack %s: %w", f.Name, err)
 			}
-			return &partReader{ctx: ctx, f: f, rc: rc}, nil
+			return &partReader{ctx: ctx, f: f, rc: rc, left: limit, limit: limit}, nil
 		}
 	}
 	return nil, fmt.Errorf("the workbook has no part %q for it (a damaged workbook?)", name)
@@ -228,34 +250,48 @@ func openPart(ctx context.Context, zr *zip.Reader, name string) (io.ReadCloser, 
 
 // partReader reads an archive entry, honouring ctx and naming the entry in errors.
 type partReader struct {
-	ctx context.Context
-	f   *zip.File
-	rc  io.ReadCloser
+	ctx   context.Context
+	f     *zip.File
+	rc    io.ReadCloser
+	left  int64 // what it may still unpack to
+	limit int64
 }
 
 func (p *partReader) Read(b []byte) (int, error) {
 	if err := p.ctx.Err(); err != nil {
 		return 0, err
 	}
-	n, err := p.rc.Read(b)
-	if err != nil && err != io.EOF {
-		if errors.Is(err, zip.ErrFormat) {
-			err = fmt.Errorf("%w: it unpacks to more than the %d bytes its header declares (%w)", ErrTooLarge, p.f.UncompressedSize64, err)
+	if p.left <= 0 {
+		var one [1]byte
+		n, err := p.rc.Read(one[:])
+		if n == 0 && err != nil {
+			return 0, p.wrap(err)
 		}
-		err = fmt.Errorf("unpack %s: %w", p.f.Name, err)
+		return 0, fmt.Errorf("unpack %s: %w: it unpacks to more than the %d bytes one part may (a zip bomb?)", p.f.Name, ErrTooLarge, p.limit)
 	}
-	return n, err
+	n, err := p.rc.Read(b[:min(int64(len(b)), p.left)])
+	p.left -= int64(n)
+	return n, p.wrap(err)
+}
+
+func (p *partReader) wrap(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	if errors.Is(err, zip.ErrFormat) {
+		err = fmt.Errorf("%w: it unpacks to more than the %d bytes its header declares (%w)", ErrTooLarge, p.f.UncompressedSize64, err)
+	}
+	return fmt.Errorf("unpack %s: %w", p.f.Name, err)
 }
 
 func (p *partReader) Close() error { return p.rc.Close() }
 
 // loadSharedStrings reads the workbook's shared-string table (none is an empty table).
-func loadSharedStrings(ctx context.Context, zr *zip.Reader) (*sharedStrings, error) {
-	name := sharedStringsPart(zr)
+func loadSharedStrings(ctx context.Context, zr *zip.Reader, name string, maxPart int64, maxCell int) (*sharedStrings, error) {
 	if name == "" {
 		return &sharedStrings{}, nil
 	}
-	rc, err := openPart(ctx, zr, name)
+	rc, err := openPart(ctx, zr, name, maxPart)
 	if err != nil {
 		return nil, err
 	}
@@ -533,6 +569,12 @@ func (r *XLSXReader) Close() error {
 	}
 	if r.tmpDir != "" {
 		errs = append(errs, os.RemoveAll(r.tmpDir))
+	}
+	if r.tmpLock != nil {
+		errs = append(errs, r.tmpLock.Close())
+	}
+	if r.memory != nil {
+		r.memory.release()
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close %s: %w", r.path, err)
