@@ -46,6 +46,12 @@ type XLSXOptions struct {
 	// HeaderRow is the 1-based row holding the column names; rows above it (a title) are
 	// skipped. 0 = the first non-empty row.
 	HeaderRow int
+	// IsHeader, when set and Sheet, SheetIndex and HeaderRow are not, finds the worksheet
+	// and the header row: the first visible sheet (in tab order) with a row among its
+	// first HeaderSearchRows whose cells IsHeader accepts (the caller's mapping finds an
+	// e-mail column in them), and that row. With none, OpenXLSX fails naming the sheets
+	// and rows it read and listing the workbook's sheets.
+	IsHeader func(cells []string) bool
 	// MaxUnzipSize bounds what the workbook may unpack to. 0 = DefaultMaxUnzipSize.
 	MaxUnzipSize int64
 	// MaxSheetSize bounds what the worksheet (and the shared-string table) may unpack to.
@@ -97,11 +103,13 @@ type XLSXReader struct {
 	rowBuf []byte     // the current row's text
 	spans  []cellSpan // where each cell's text is in rowBuf
 
-	totalRows int64
-	read      atomic.Int64
-	ordinal   int64
-	err       error
-	closed    bool
+	totalRows  int64
+	totalBytes int64        // of the worksheet's XML
+	sheetBytes atomic.Int64 // of the worksheet's XML, read so far
+	read       atomic.Int64
+	ordinal    int64
+	err        error
+	closed     bool
 }
 
 // OpenXLSX opens a workbook, picks the worksheet and reads its header row.
@@ -202,8 +210,12 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 	if wb := r.file.WorkBook; wb != nil && wb.WorkbookPr != nil {
 		r.date1904 = wb.WorkbookPr.Date1904
 	}
-	if r.sheet, err = chooseSheet(r.file, opts); err != nil {
-		return nil, err
+	sheets := r.file.GetSheetList() // before the formatter adds its scratch sheet
+	auto := opts.Sheet == "" && opts.SheetIndex == 0 && opts.HeaderRow == 0 && opts.IsHeader != nil
+	if !auto {
+		if r.sheet, err = chooseSheet(r.file, opts); err != nil {
+			return nil, err
+		}
 	}
 	sstPart := sharedStringsPart(zr)
 	if r.memory, err = claimMemory(ctx, partSize(zr, sstPart), maxCell); err != nil {
@@ -216,12 +228,38 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 	if r.cells, err = newCellFormatter(r.file, sst); err != nil {
 		return nil, err
 	}
-	part := sheetParts(zr)[strings.ToLower(r.sheet)]
-	if r.sheetRC, err = openPart(ctx, zr, part, maxSheet); err != nil {
-		return nil, fmt.Errorf("sheet %q: %w", r.sheet, err)
+	parts := sheetParts(zr)
+	open := func(sheet string) error {
+		if r.sheetRC != nil {
+			_ = r.sheetRC.Close()
+		}
+		r.sheet, r.row = sheet, 0
+		r.sheetBytes.Store(0)
+		part := parts[strings.ToLower(sheet)]
+		rc, err := openPart(ctx, zr, part, maxSheet)
+		if err != nil {
+			return fmt.Errorf("sheet %q: %w", sheet, err)
+		}
+		rc.(*partReader).done = &r.sheetBytes
+		r.sheetRC = rc
+		r.totalBytes = partSize(zr, part)
+		r.scan = &sheetScanner{x: newXMLScanner(rc, maxCell)}
+		return nil
 	}
-	r.scan = &sheetScanner{x: newXMLScanner(r.sheetRC, maxCell)}
-	if err := r.readHeader(ctx, opts.HeaderRow); err != nil {
+	headerRow := opts.HeaderRow
+	if auto {
+		sheet, row, err := r.findHeader(ctx, sheets, open, opts.IsHeader)
+		if err != nil {
+			return nil, err
+		}
+		headerRow = row
+		if err := open(sheet); err != nil {
+			return nil, err
+		}
+	} else if err := open(r.sheet); err != nil {
+		return nil, err
+	}
+	if err := r.readHeader(ctx, headerRow); err != nil {
 		return nil, err
 	}
 	if last := r.scan.dimLastRow; last > r.row {
@@ -255,6 +293,7 @@ type partReader struct {
 	rc    io.ReadCloser
 	left  int64 // what it may still unpack to
 	limit int64
+	done  *atomic.Int64 // bytes unpacked, for Progress; nil when not wanted
 }
 
 func (p *partReader) Read(b []byte) (int, error) {
@@ -271,6 +310,9 @@ func (p *partReader) Read(b []byte) (int, error) {
 	}
 	n, err := p.rc.Read(b[:min(int64(len(b)), p.left)])
 	p.left -= int64(n)
+	if p.done != nil {
+		p.done.Add(int64(n))
+	}
 	return n, p.wrap(err)
 }
 
@@ -330,6 +372,55 @@ func checkWorkbookArchive(zr *zip.Reader, maxUnzip int64) error {
 		return fmt.Errorf("%w: it unpacks to %d bytes, more than %d (a zip bomb?)", ErrTooLarge, total, maxUnzip)
 	}
 	return nil
+}
+
+// HeaderSearchRows is how far down a worksheet XLSXOptions.IsHeader looks for the header.
+const HeaderSearchRows = 20
+
+// findHeader returns the first visible sheet with a row among its first HeaderSearchRows
+// that isHeader accepts, and that row. open makes the reader read a sheet.
+func (r *XLSXReader) findHeader(ctx context.Context, sheets []string, open func(string) error, isHeader func([]string) bool) (string, int, error) {
+	var read []string
+	for _, sheet := range sheets {
+		if visible, err := r.file.GetSheetVisible(sheet); err != nil || !visible {
+			continue
+		}
+		if err := open(sheet); err != nil {
+			return "", 0, err
+		}
+		last := 0
+		for {
+			if err := ctx.Err(); err != nil {
+				return "", 0, err
+			}
+			ok, err := r.readRow()
+			if err != nil {
+				return "", 0, fmt.Errorf("sheet %q after row %d: %w", sheet, r.row, err)
+			}
+			if !ok || r.row > HeaderSearchRows {
+				break
+			}
+			last = r.row
+			cells, cellErr := r.rowCells()
+			if cellErr != nil || allBlank(cells) {
+				continue
+			}
+			header, err := normalizeHeader(cells)
+			if err == nil && isHeader(header) {
+				return sheet, r.row, nil
+			}
+		}
+		switch last {
+		case 0:
+			read = append(read, fmt.Sprintf("sheet %q (empty)", sheet))
+		case 1:
+			read = append(read, fmt.Sprintf("sheet %q row 1", sheet))
+		default:
+			read = append(read, fmt.Sprintf("sheet %q rows 1-%d", sheet, last))
+		}
+	}
+	return "", 0, fmt.Errorf("%w: no row with a column for the e-mail address in %s; the workbook has %s (set sheet and header_row)",
+		ErrNoHeader, strings.Join(read, ", "), quoteList(sheets))
 }
 
 // chooseSheet returns the worksheet opts asks for.
@@ -495,8 +586,10 @@ func (r *XLSXReader) Sheet() string { return r.sheet }
 
 // Progress reports rows returned and, when the workbook records its dimension (Excel does),
 // the number of rows below the header.
+// Bytes and TotalBytes count the worksheet's XML (unpacked), so a sheet without a dimension
+// still has a total and an ETA.
 func (r *XLSXReader) Progress() Progress {
-	return Progress{Rows: r.read.Load(), TotalRows: r.totalRows}
+	return Progress{Rows: r.read.Load(), TotalRows: r.totalRows, Bytes: r.sheetBytes.Load(), TotalBytes: r.totalBytes}
 }
 
 // Next returns the next row; see the package doc.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -586,4 +587,62 @@ func TestXLSXKilledRunTempFiles(t *testing.T) {
 	left, err = os.ReadDir(tmp)
 	require.NoError(t, err)
 	require.Empty(t, left)
+}
+
+// peopleWorkbook is a workbook as people make them: a notes sheet first, a hidden sheet,
+// then the members with a title and a blank row above the header on row 3.
+func peopleWorkbook(t testing.TB) string {
+	t.Helper()
+	f := excelize.NewFile()
+	defer f.Close()
+	require.NoError(t, f.SetSheetName("Sheet1", "Notes"))
+	require.NoError(t, f.SetSheetRow("Notes", "A1", &[]any{"Read me first"}))
+	require.NoError(t, f.SetSheetRow("Notes", "A2", &[]any{"Exported from the member register", "2024-05-01"}))
+	for _, name := range []string{"Old", "Medlemmer"} {
+		_, err := f.NewSheet(name)
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.SetSheetRow("Old", "A1", &[]any{"E-post"}))
+	require.NoError(t, f.SetSheetRow("Old", "A2", &[]any{"old@example.no"}))
+	require.NoError(t, f.SetSheetVisible("Old", false))
+	require.NoError(t, f.SetSheetRow("Medlemmer", "A1", &[]any{"Medlemsliste 2024"}))
+	require.NoError(t, f.SetSheetRow("Medlemmer", "A3", &[]any{"Navn", "E-post", "Telefon"}))
+	require.NoError(t, f.SetSheetRow("Medlemmer", "A4", &[]any{"Ola Nordmann", "ola@example.no", 4791234567}))
+	require.NoError(t, f.SetSheetRow("Medlemmer", "A5", &[]any{"Kari Nordmann", "kari@example.no", 4790000000}))
+	path := filepath.Join(t.TempDir(), "medlemmer.xlsx")
+	require.NoError(t, f.SaveAs(path))
+	return path
+}
+
+// hasEmailColumn stands for the caller's mapping.
+func hasEmailColumn(cells []string) bool {
+	return slices.ContainsFunc(cells, func(c string) bool { return strings.EqualFold(c, "E-post") })
+}
+
+// With no sheet or header row given, IsHeader finds the visible sheet and the row.
+func TestXLSXFindsSheetAndHeader(t *testing.T) {
+	t.Parallel()
+	path := peopleWorkbook(t)
+	r := openXLSX(t, path, sources.XLSXOptions{IsHeader: hasEmailColumn})
+	require.Equal(t, "Medlemmer", r.Sheet(), "the notes sheet and the hidden one are passed over")
+	require.Equal(t, []string{"Navn", "E-post", "Telefon"}, r.Header())
+	pr := r.Progress()
+	require.Positive(t, pr.TotalBytes, "the worksheet's size gives the progress a total")
+	require.Equal(t, []row{
+		{line: 4, values: []string{"Ola Nordmann", "ola@example.no", "4791234567"}},
+		{line: 5, values: []string{"Kari Nordmann", "kari@example.no", "4790000000"}},
+	}, readAll(t, r))
+	require.Equal(t, pr.TotalBytes, r.Progress().Bytes, "the whole worksheet is read")
+
+	t.Run("given a sheet, IsHeader is not asked", func(t *testing.T) {
+		t.Parallel()
+		r := openXLSX(t, path, sources.XLSXOptions{Sheet: "Notes", IsHeader: hasEmailColumn})
+		require.Equal(t, []string{"Read me first"}, r.Header())
+	})
+	t.Run("no row found names what was read", func(t *testing.T) {
+		t.Parallel()
+		_, err := sources.OpenXLSX(context.Background(), path, sources.XLSXOptions{IsHeader: func([]string) bool { return false }})
+		require.ErrorIs(t, err, sources.ErrNoHeader)
+		require.ErrorContains(t, err, `no row with a column for the e-mail address in sheet "Notes" rows 1-2, sheet "Medlemmer" rows 1-5; the workbook has "Notes", "Old", "Medlemmer" (set sheet and header_row)`)
+	})
 }
