@@ -76,10 +76,14 @@ type XLSXOptions struct {
 // keeps all its digits (4790000000, 447700900123: never 4.477E+11).
 //
 // Memory stays flat whatever the size: the file is read from disk, not loaded (see
-// xlsxzip.go), a large worksheet is unpacked to a temporary file and streamed from there
-// with excelize's row iterator. The one cost that grows with the data is a large
-// shared-string table (Excel keeps text cells there): excelize writes it to a temporary
-// file too, but keeps an index of about 40 bytes per distinct string.
+// xlsxzip.go); the worksheet is streamed out of its zip entry by a scanner of its own
+// (xlsxsheet.go), a cell at a time, and every value is the one excelize's row iterator gives
+// (xlsxcell.go; a differential test and a fuzz target hold the two together). excelize
+// reads the rest of the workbook: its sheets, styles and number formats. The one cost that
+// grows with the data is the shared-string table (Excel keeps text cells there), held in
+// one string with 4 bytes of index a string. What a reader may hold is bounded: a worksheet
+// or shared-string table unpacks to at most MaxSheetSize, one cell or shared string takes at
+// most MaxCellSize, and the readers of a process share one memory budget (xlsxmem.go).
 //
 // Opening fails with a clear error for an encrypted workbook (ErrEncryptedWorkbook), an
 // Excel 97-2003 .xls (ErrLegacyXLS), a file that is not a workbook (ErrContentMismatch), a

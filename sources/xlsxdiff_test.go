@@ -186,7 +186,7 @@ func excelizeRecords(t testing.TB, path string) []Record {
 // streamRecords reads path with the XLSX reader.
 func streamRecords(t testing.TB, path string) []Record {
 	t.Helper()
-	r, err := OpenXLSX(context.Background(), path, XLSXOptions{HeaderRow: 1})
+	r, err := OpenXLSX(context.Background(), path, XLSXOptions{HeaderRow: 1, TempDir: filepath.Dir(path)})
 	require.NoError(t, err)
 	defer r.Close()
 	var out []Record
