@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -95,10 +96,21 @@ func (m *metrics) runFinished(kind string, outcome state.RunState, d time.Durati
 	m.runs.WithLabelValues(kind, string(outcome)).Observe(d.Seconds())
 }
 
-// Handler serves /metrics (Prometheus) and /healthz (200 "ok" when the database answers,
-// 503 otherwise).
+// Handler serves /metrics (Prometheus), /healthz (200 "ok" when the database answers, 503
+// otherwise) and River UI under /riverui/. It adds no authentication: a caller serving it
+// beyond loopback puts River UI behind its own (the web package does).
 func (rt *Runtime) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc(RiverUIPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		rt.uiOnce.Do(func() { rt.ui, rt.uiErr = rt.riverUI() })
+		if rt.uiErr != nil {
+			rt.log.ErrorContext(r.Context(), "river ui is unavailable", slog.Any("error", rt.uiErr))
+			http.Error(w, "River UI is unavailable: "+rt.uiErr.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		rt.ui.ServeHTTP(w, r)
+	})
+	mux.Handle("GET "+RiverUIPrefix, http.RedirectHandler(RiverUIPrefix+"/", http.StatusMovedPermanently))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(rt.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
