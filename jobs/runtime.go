@@ -73,6 +73,7 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		workerID: cfg.WorkerID,
 		stopping: make(chan struct{}),
 	}
+	rt.metrics.reg.MustRegister(newDBCollector(rt))
 	rt.uiCtx, rt.uiCancel = context.WithCancel(context.WithoutCancel(ctx))
 	if rt.workerID == "" {
 		rt.workerID = defaultWorkerID()
