@@ -33,6 +33,8 @@ type Runtime struct {
 	store    *state.Store
 	q        queue
 	metrics  *metrics
+	notify   *notifier // nil without a webhook
+	started  time.Time
 	sink     *sink.Client
 	sinkErr  error
 	workerID string
@@ -70,6 +72,8 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		db:       db,
 		store:    state.New(db.stateDB, db.dialect),
 		metrics:  newMetrics(),
+		notify:   newNotifier(cfg.Notify, cfg.Logger),
+		started:  time.Now(),
 		workerID: cfg.WorkerID,
 		stopping: make(chan struct{}),
 	}
@@ -273,6 +277,9 @@ func (rt *Runtime) sweep(ctx context.Context) {
 	for {
 		if err := rt.sweepOnce(ctx); err != nil && ctx.Err() == nil {
 			rt.log.WarnContext(ctx, "lease sweep failed", slog.Any("error", err))
+		}
+		if err := rt.checkMissed(ctx, rt.started, time.Now()); err != nil && ctx.Err() == nil {
+			rt.log.WarnContext(ctx, "missed schedule check failed", slog.Any("error", err))
 		}
 		select {
 		case <-ctx.Done():

@@ -145,8 +145,7 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 			if ctx.Err() != nil {
 				return werr
 			}
-			a.warning = fmt.Sprintf("%s failed; the changes stay pending and are retried on the next pull: %v",
-				rt.cfg.StatusPull.WriteBack, werr)
+			a.warning = fmt.Sprintf("%s failed; %s: %v", rt.cfg.StatusPull.WriteBack, writeBackFailedNote, werr)
 			a.log.WarnContext(ctx, "status write-back failed; retried on the next pull", "target", target, "error", werr)
 		}
 		return nil
