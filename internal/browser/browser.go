@@ -477,4 +477,3 @@ func (p *Page) Download(selector, dir string) []byte {
 	}
 	return nil
 }
-

@@ -147,4 +147,3 @@ func (c *wsConn) readMessage() ([]byte, error) {
 		}
 	}
 }
-
