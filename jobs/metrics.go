@@ -150,10 +150,10 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.lastSuccess, prometheus.GaugeValue,
 				float64(l.At.UnixNano())/1e9, l.Kind, l.Name)
 		}
-		// A configured sync that never succeeded is reported as 0, so that an alert on
-		// "no success for 25 hours" fires for it too.
+		// A scheduled sync that never succeeded is reported as 0, so that an alert on "no
+		// success for 25 hours" fires for it too (an on-demand sync is not expected to run).
 		for _, s := range rt.cfg.Syncs {
-			if !slices.ContainsFunc(last, func(l state.LastSuccess) bool { return l.Kind == KindSync && l.Name == s.Name }) {
+			if s.Schedule != "" && !slices.ContainsFunc(last, func(l state.LastSuccess) bool { return l.Kind == KindSync && l.Name == s.Name }) {
 				ch <- prometheus.MustNewConstMetric(c.lastSuccess, prometheus.GaugeValue, 0, KindSync, s.Name)
 			}
 		}

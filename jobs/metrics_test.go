@@ -14,8 +14,8 @@ import (
 	"github.com/subsync/subsync/sources"
 )
 
-// After a sync run, /metrics says when each sync last succeeded (a sync that never did says
-// 0), counts its rows under its name, and shows the queue by state and the status feed's lag.
+// After a sync run, /metrics says when each sync last succeeded (a scheduled sync that never
+// did says 0), counts its rows under its name, and shows the queue by state and the status feed's lag.
 func TestMetricsLastSuccessPerSync(t *testing.T) {
 	t.Parallel()
 
@@ -25,14 +25,17 @@ func TestMetricsLastSuccessPerSync(t *testing.T) {
 		path := contacts(t, t.TempDir(), 20, nil)
 		b.cfg.Syncs = []jobs.SyncSpec{
 			{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path}},
-			{Name: "never-run", ListID: b.listID, Source: sources.Config{Path: path}},
+			{Name: "never-run", ListID: b.listID, Source: sources.Config{Path: path}, Schedule: "@daily"},
+			{Name: "on-demand", ListID: b.listID, Source: sources.Config{Path: path}},
 		}
 		rt := b.open(t)
 		srv := httptest.NewServer(rt.Handler())
 		defer srv.Close()
 
 		before := get(t, srv.URL+"/metrics")
-		require.Contains(t, before, `subsync_last_success_timestamp_seconds{kind="sync",sync="crm"} 0`)
+		require.Contains(t, before, `subsync_last_success_timestamp_seconds{kind="sync",sync="never-run"} 0`)
+		require.NotContains(t, before, `sync="crm"`, "an on-demand sync that never ran has no gauge")
+		require.NotContains(t, before, `sync="on-demand"`)
 		require.NotContains(t, before, "subsync_status_feed_lag_seconds ")
 
 		id, err := rt.EnqueueSync(ctx, "crm", false)
