@@ -87,3 +87,42 @@ func TestNotifyOncePerFailureStreak(t *testing.T) {
 		require.NotContains(t, b.logs.String(), "T000-secret-token")
 	})
 }
+
+// Write-back that fails on two status pulls in a row is told once; a third failure posts
+// nothing more.
+func TestNotifyWriteBackKeepsFailing(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		hook := &webhook{}
+		srv := httptest.NewServer(hook)
+		defer srv.Close()
+		b := setup(t, backend)
+		b.subscribe(t, "a@example.com")
+		require.NoError(t, b.emu.SetStatus("a@example.com", b.listID, "unsubscribed"))
+		// The CSV file's directory is a file: the write-back cannot be written.
+		blocker := filepath.Join(t.TempDir(), "blocker")
+		require.NoError(t, os.WriteFile(blocker, nil, 0o600))
+		b.cfg.StatusPull.WriteBack = jobs.WriteBackSpec{Kind: jobs.WriteBackCSV, Path: filepath.Join(blocker, "changes.csv")}
+		b.cfg.Notify = jobs.NotifySpec{WebhookURL: srv.URL}
+		rt := b.open(t)
+		pull := func() {
+			t.Helper()
+			id, err := rt.EnqueueStatusPull(ctx)
+			require.NoError(t, err)
+			run, err := rt.Wait(ctx, id, nil)
+			require.NoError(t, err)
+			require.Equal(t, state.RunCompleted, run.State)
+			require.Contains(t, run.Error, "retried on the next pull")
+		}
+		pull()
+		require.Empty(t, hook.got(), "one failure is retried by the next pull")
+		pull()
+		msgs := hook.got()
+		require.Len(t, msgs, 1)
+		require.Contains(t, msgs[0], "write-back keeps failing")
+		pull()
+		require.Len(t, hook.got(), 1)
+	})
+}
