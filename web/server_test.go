@@ -2,15 +2,20 @@ package web_test
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/web"
 )
 
@@ -138,4 +143,48 @@ func TestActionsNeedCSRFToken(t *testing.T) {
 	require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Basic")
 	resp, _ = c.do("GET", "/metrics", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "/metrics stays open for Prometheus")
+}
+
+// A run's rejects are listed RejectsPerPage at a time, in source order.
+func TestRejectsArePaged(t *testing.T) {
+	t.Parallel()
+	d := setupDemo(t, "sqlite")
+	var b strings.Builder
+	b.WriteString("E-post\n")
+	const bad = web.RejectsPerPage*2 + 7
+	for i := range bad {
+		fmt.Fprintf(&b, "bad-%d\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "bad.csv")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	id, err := d.rt.EnqueueImport(t.Context(), jobs.ImportArgs{Path: path, ListID: d.listID})
+	require.NoError(t, err)
+	run, err := d.rt.Wait(t.Context(), id, nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(bad), run.Counts.Rejected)
+
+	pages, err := web.New(d.rt, web.Options{Password: password})
+	require.NoError(t, err)
+	srv := httptest.NewServer(pages)
+	defer srv.Close()
+	c := client{t: t, base: srv.URL, auth: "Bearer " + password}
+	next := fmt.Sprintf("/runs/%d", run.ID)
+	var lines []string
+	for next != "" {
+		resp, body := c.do("GET", next, nil, nil)
+		require.Equal(t, 200, resp.StatusCode)
+		rows := regexp.MustCompile(`<tr><td class="n">(\d+)</td>`).FindAllStringSubmatch(body, -1)
+		require.LessOrEqual(t, len(rows), web.RejectsPerPage)
+		for _, r := range rows {
+			lines = append(lines, r[1])
+		}
+		next = ""
+		if m := regexp.MustCompile(`<a href="([^"]+)" id="next-rejects">`).FindStringSubmatch(body); m != nil {
+			next = html.UnescapeString(m[1])
+		}
+	}
+	require.Len(t, lines, bad)
+	for i, l := range lines {
+		require.Equal(t, fmt.Sprint(i+2), l, "line %d", i)
+	}
 }
