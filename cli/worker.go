@@ -73,10 +73,12 @@ several machines at once.`,
 func (a *app) runCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "run",
-		Short: "Run the worker: queued jobs, schedules, /metrics and /healthz",
+		Short: "Run the worker: queued jobs, schedules, the pages, /metrics and /healthz",
 		Long: `Run the long-lived worker: it works queued imports, syncs and status pulls, inserts the
 scheduled ones (one elected leader per database, so a fleet runs each tick once), and
-serves /metrics and /healthz on worker.metrics_address.
+serves the pages (runs, rejects, syncs, suppression, health; see subsync ui), River UI under
+/riverui/, /metrics and /healthz on worker.metrics_address. On any address but loopback the
+pages need a password (SUBSYNC_WEB_PASSWORD or web.password_file): without one, run exits 2.
 
 On SIGINT or SIGTERM it stops taking jobs, lets batches in flight finish for up to
 worker.shutdown_timeout, and exits 0; interrupted runs resume from their checkpoint on the
@@ -87,15 +89,19 @@ next start. A configuration error exits 2, so a service manager need not restart
 		Args: cobra.NoArgs,
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			if err := a.checkPagesAddr(cfg.Worker.MetricsAddress); err != nil {
+				return err
+			}
 			rt, err := a.runtime(ctx, true)
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
-			if err := rt.Run(ctx); err != nil {
-				return fmt.Errorf("worker: %w", err)
-			}
-			return nil
+			return a.runWorker(ctx, rt)
 		}),
 	}
 }

@@ -100,6 +100,10 @@ type Config struct {
 	Sources map[string]Source `toml:"sources"`
 	// Status is the subscriber status pull (unsubscribes and bounces flowing back).
 	Status Status `toml:"status"`
+	// Web protects the pages on the worker's listener.
+	Web Web `toml:"web"`
+	// Notify sends a message when a run fails, a schedule is missed or write-back fails.
+	Notify Notify `toml:"notify"`
 
 	// Path is the file the configuration came from; empty when no file was read.
 	Path string `toml:"-"`

@@ -35,6 +35,9 @@ func (c Config) redacted() Config {
 		c.Sources = srcs
 	}
 	c.Status.WriteBack.DSN = RedactDSN(c.Status.WriteBack.DSN)
+	if c.Notify.WebhookURL != "" {
+		c.Notify.WebhookURL = Redacted
+	}
 	return c
 }
 

@@ -79,6 +79,8 @@ type Config struct {
 	Sources map[string]sources.Config
 	// StatusPull configures the status pull job.
 	StatusPull StatusPullSpec
+	// Notify configures the failure notifications (a webhook); zero = none.
+	Notify NotifySpec
 
 	// Logger receives the runtime's logs (and River's). nil discards.
 	Logger *slog.Logger

@@ -150,6 +150,28 @@ func (d *database) resetJob(ctx context.Context, jobID int64, attempt int) (bool
 	return n > 0, nil
 }
 
+// queueDepth counts River's jobs by state.
+func (d *database) queueDepth(ctx context.Context) (map[string]int64, error) {
+	rows, err := d.stateDB.QueryContext(ctx, "SELECT state, COUNT(*) FROM river_job GROUP BY state")
+	if err != nil {
+		return nil, fmt.Errorf("count jobs by state: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("count jobs by state: %w", err)
+		}
+		out[st] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count jobs by state: %w", err)
+	}
+	return out, nil
+}
+
 func (d *database) close() {
 	if d.stateDB != nil {
 		_ = d.stateDB.Close()

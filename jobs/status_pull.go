@@ -122,7 +122,7 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 			Position: int64(read), Delta: delta}); err != nil {
 			return err
 		}
-		rt.metrics.addCounts(KindStatusPull, delta)
+		rt.metrics.addCounts(KindStatusPull, "", delta)
 		a.log.InfoContext(ctx, "status changes pulled", "fetched", len(changes), "new", added)
 		if err := rt.store.AdvanceStatusCursor(ctx, statusCursor, to); err != nil {
 			return err
@@ -138,15 +138,14 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 				Position: int64(read), Delta: d}); err != nil {
 				return err
 			}
-			rt.metrics.addCounts(KindStatusPull, d)
+			rt.metrics.addCounts(KindStatusPull, "", d)
 			a.log.InfoContext(ctx, "status changes written back", "target", target, "changes", written)
 		}
 		if werr != nil {
 			if ctx.Err() != nil {
 				return werr
 			}
-			a.warning = fmt.Sprintf("%s failed; the changes stay pending and are retried on the next pull: %v",
-				rt.cfg.StatusPull.WriteBack, werr)
+			a.warning = fmt.Sprintf("%s failed; %s: %v", rt.cfg.StatusPull.WriteBack, writeBackFailedNote, werr)
 			a.log.WarnContext(ctx, "status write-back failed; retried on the next pull", "target", target, "error", werr)
 		}
 		return nil
