@@ -19,6 +19,7 @@ import (
 	"golang.org/x/text/encoding/htmlindex"
 
 	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/sink"
 )
 
 // setDefaults fills every key left out (or zero) with its default.
@@ -26,25 +27,25 @@ func (c *Config) setDefaults() {
 	a := &c.API
 	a.BaseURL = strings.TrimRight(cmp.Or(a.BaseURL, BaseURLDefault), "/")
 	a.LegacyBaseURL = strings.TrimRight(a.LegacyBaseURL, "/")
-	a.RequestsPerSecond = cmp.Or(a.RequestsPerSecond, RequestsPerSecondDefault)
-	a.MaxInFlight = cmp.Or(a.MaxInFlight, MaxInFlightDefault)
-	a.Timeout = cmp.Or(a.Timeout, Duration(TimeoutDefault))
-	a.MaxAttempts = cmp.Or(a.MaxAttempts, MaxAttemptsDefault)
-	a.MaxRetryTime = cmp.Or(a.MaxRetryTime, Duration(MaxRetryTimeDefault))
-	a.RetryAfterCap = cmp.Or(a.RetryAfterCap, Duration(RetryAfterCapDefault))
+	a.RequestsPerSecond = cmp.Or(a.RequestsPerSecond, sink.RequestsPerSecondDefault)
+	a.MaxInFlight = cmp.Or(a.MaxInFlight, sink.MaxInFlightDefault)
+	a.Timeout = cmp.Or(a.Timeout, Duration(sink.TimeoutDefault))
+	a.MaxAttempts = cmp.Or(a.MaxAttempts, sink.MaxAttemptsDefault)
+	a.MaxRetryTime = cmp.Or(a.MaxRetryTime, Duration(sink.MaxRetryTimeDefault))
+	a.RetryAfterCap = cmp.Or(a.RetryAfterCap, Duration(sink.RetryAfterCapDefault))
 
 	c.Database.DataDir = cmp.Or(c.Database.DataDir, DataDirDefault)
 
 	w := &c.Worker
-	w.Concurrency = cmp.Or(w.Concurrency, ConcurrencyDefault)
-	w.BatchesInFlight = cmp.Or(w.BatchesInFlight, BatchesInFlightDefault)
+	w.Concurrency = cmp.Or(w.Concurrency, jobs.ConcurrencyDefault)
+	w.BatchesInFlight = cmp.Or(w.BatchesInFlight, jobs.BatchesInFlightDefault)
 	w.MetricsAddress = cmp.Or(w.MetricsAddress, MetricsAddressDefault)
-	w.ShutdownTimeout = cmp.Or(w.ShutdownTimeout, Duration(ShutdownTimeoutDefault))
+	w.ShutdownTimeout = cmp.Or(w.ShutdownTimeout, Duration(jobs.ShutdownTimeoutDefault))
 
 	for i := range c.Syncs {
 		s := &c.Syncs[i]
-		s.TimeZone = cmp.Or(s.TimeZone, TimeZoneDefault)
-		s.Suppression = cmp.Or(s.Suppression, SuppressionDefault)
+		s.TimeZone = cmp.Or(s.TimeZone, jobs.TimeZoneDefault)
+		s.Suppression = cmp.Or(s.Suppression, jobs.SuppressionSkip)
 		src := &s.Source
 		src.Kind = strings.ToLower(cmp.Or(src.Kind, kindFromPath(src.Path)))
 	}
@@ -56,8 +57,8 @@ func (c *Config) setDefaults() {
 
 	st := &c.Status
 	st.Schedule = cmp.Or(st.Schedule, StatusScheduleDefault)
-	st.TimeZone = cmp.Or(st.TimeZone, TimeZoneDefault)
-	st.Overlap = cmp.Or(st.Overlap, Duration(StatusOverlapDefault))
+	st.TimeZone = cmp.Or(st.TimeZone, jobs.TimeZoneDefault)
+	st.Overlap = cmp.Or(st.Overlap, Duration(jobs.StatusOverlapDefault))
 }
 
 func kindFromPath(p string) string {

@@ -23,6 +23,8 @@ const (
 	PollIntervalDefault     = 500 * time.Millisecond
 	StatusOverlapDefault    = 10 * time.Minute
 	FingerprintFlushDefault = 500_000
+	// TimeZoneDefault is the zone a schedule with no time zone is read in.
+	TimeZoneDefault = "UTC"
 	// SQLiteFile is the name of the embedded database in Config.DataDir.
 	SQLiteFile = "subsync.db"
 )
@@ -102,7 +104,7 @@ type SyncSpec struct {
 	// Schedule is a 5-field cron spec or a descriptor (@daily, @hourly, @every 1h); empty =
 	// on demand only.
 	Schedule string
-	// TimeZone is the IANA zone the schedule is read in (Europe/Oslo); empty = UTC.
+	// TimeZone is the IANA zone the schedule is read in (Europe/Oslo); empty = TimeZoneDefault.
 	TimeZone string
 	// ListID is the list the rows go to.
 	ListID int64

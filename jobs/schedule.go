@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 	_ "time/tzdata" // schedules name IANA zones; a container may have no zoneinfo
@@ -13,9 +14,7 @@ import (
 // @every 90m), read in the IANA time zone tz (UTC when empty). "0 2 * * *" in Europe/Oslo
 // runs at 02:00 Oslo time, summer and winter. The result is a River periodic schedule.
 func ParseSchedule(spec, tz string) (cron.Schedule, error) {
-	if tz == "" {
-		tz = "UTC"
-	}
+	tz = cmp.Or(tz, TimeZoneDefault)
 	if _, err := time.LoadLocation(tz); err != nil {
 		return nil, fmt.Errorf("time zone %q: %w", tz, err)
 	}

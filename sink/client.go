@@ -46,16 +46,16 @@ type Client struct {
 // and never contain the API key.
 func New(cfg Config) (*Client, error) {
 	if cfg.RequestsPerSecond == 0 {
-		cfg.RequestsPerSecond = DefaultRequestsPerSecond
+		cfg.RequestsPerSecond = RequestsPerSecondDefault
 	}
-	cfg.MaxInFlight = cmp.Or(cfg.MaxInFlight, DefaultMaxInFlight)
-	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
-	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts)
-	cfg.MaxRetryTime = cmp.Or(cfg.MaxRetryTime, DefaultMaxRetryTime)
-	cfg.RetryAfterCap = cmp.Or(cfg.RetryAfterCap, DefaultRetryAfterCap)
-	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, DefaultBackoffBase)
-	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, DefaultBackoffMax)
-	cfg.Version = cmp.Or(cfg.Version, DefaultVersion)
+	cfg.MaxInFlight = cmp.Or(cfg.MaxInFlight, MaxInFlightDefault)
+	cfg.Timeout = cmp.Or(cfg.Timeout, TimeoutDefault)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, MaxAttemptsDefault)
+	cfg.MaxRetryTime = cmp.Or(cfg.MaxRetryTime, MaxRetryTimeDefault)
+	cfg.RetryAfterCap = cmp.Or(cfg.RetryAfterCap, RetryAfterCapDefault)
+	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, BackoffBaseDefault)
+	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, BackoffMaxDefault)
+	cfg.Version = cmp.Or(cfg.Version, VersionDefault)
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
