@@ -689,12 +689,15 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		mutate  func(*sink.Config)
 		wantErr string
 	}{
-		{"no base url", func(c *sink.Config) { c.BaseURL = "" }, "api.base_url is empty"},
-		{"no user", func(c *sink.Config) { c.UserID = "" }, "api.user_id is empty"},
-		{"no key", func(c *sink.Config) { c.APIKey = "" }, "API key is empty"},
-		{"credentials in url", func(c *sink.Config) { c.BaseURL = "https://u:" + testKey + "@example.com/v2" }, "api.base_url must not hold credentials"},
-		{"bad scheme", func(c *sink.Config) { c.BaseURL = "ftp://example.com" }, "api.base_url must start with https://"},
-		{"bad legacy", func(c *sink.Config) { c.LegacyBaseURL = "example.com/v3" }, "api.legacy_base_url must start with https://"},
+		{"no base url", func(c *sink.Config) { c.BaseURL = "" }, "BaseURL: missing"},
+		{"no user", func(c *sink.Config) { c.UserID = "" }, "UserID: missing"},
+		{"no key", func(c *sink.Config) { c.APIKey = "" }, "APIKey: missing"},
+		{"credentials in url", func(c *sink.Config) { c.BaseURL = "https://u:" + testKey + "@example.com/v2" }, "credentials do not belong in the URL"},
+		{"bad scheme", func(c *sink.Config) { c.BaseURL = "ftp://example.com" }, `BaseURL: "ftp://example.com": want an absolute https:// URL`},
+		{"bad legacy", func(c *sink.Config) { c.LegacyBaseURL = "example.com/v3" }, `LegacyBaseURL: "example.com/v3": want an absolute https:// URL`},
+		{"query", func(c *sink.Config) { c.BaseURL = "https://example.com/v2?x=1" }, "BaseURL: \"https://example.com/v2?x=1\": must not have a query or a fragment"},
+		{"plain http", func(c *sink.Config) { c.BaseURL = "http://example.com/v2" }, "plain http is refused for a non-loopback host"},
+		{"negative timeout", func(c *sink.Config) { c.Timeout = -time.Second }, `Timeout: "-1s": must be positive`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
