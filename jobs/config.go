@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/subsync/subsync/internal/secret"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
@@ -156,7 +157,7 @@ type WriteBackSpec struct {
 func (w WriteBackSpec) String() string {
 	switch w.Kind {
 	case WriteBackSQL:
-		return fmt.Sprintf("sql write-back (driver %s, dsn %s)", w.Driver, sources.RedactDSN(w.Driver, w.DSN))
+		return fmt.Sprintf("sql write-back (driver %s, dsn %s)", w.Driver, secret.DSN(w.Driver, w.DSN))
 	case WriteBackCSV:
 		return "csv write-back to " + w.Path
 	}

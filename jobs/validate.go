@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/subsync/subsync/internal/check"
+	"github.com/subsync/subsync/internal/secret"
 	"github.com/subsync/subsync/sources"
 )
 
@@ -36,9 +37,9 @@ func (c Config) Validate() error {
 		u, err := url.Parse(c.DatabaseURL)
 		switch {
 		case err != nil:
-			p.Add("DatabaseURL", sources.RedactDSN("pgx", c.DatabaseURL), "not a URL")
+			p.Add("DatabaseURL", secret.DSN("pgx", c.DatabaseURL), "not a URL")
 		case u.Scheme != "postgres" && u.Scheme != "postgresql":
-			p.Add("DatabaseURL", sources.RedactDSN("pgx", c.DatabaseURL), "want a postgres:// URL (leave it empty for the embedded SQLite database)")
+			p.Add("DatabaseURL", secret.DSN("pgx", c.DatabaseURL), "want a postgres:// URL (leave it empty for the embedded SQLite database)")
 		}
 	}
 	atLeastOne(&p, "Concurrency", c.Concurrency)

@@ -14,9 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
-
+	"github.com/subsync/subsync/internal/secret"
 	"github.com/subsync/subsync/state"
 )
 
@@ -209,7 +207,7 @@ type sqlWriteBack struct {
 
 func (w *sqlWriteBack) write(ctx context.Context, wbs []state.WriteBack) error {
 	if err := w.writeTx(ctx, wbs); err != nil {
-		return scrubDSN(err, w.driver, w.dsn)
+		return secret.ScrubDSN(err, w.driver, w.dsn)
 	}
 	return nil
 }
@@ -284,45 +282,6 @@ func (w *csvWriteBack) write(_ context.Context, wbs []state.WriteBack) error {
 		return fmt.Errorf("write back to %s: %w", w.path, err)
 	}
 	return nil
-}
-
-// scrubDSN returns err with the DSN and its password removed from the message (a driver may
-// quote either). The result does not wrap err when it had to be rewritten.
-func scrubDSN(err error, driver, dsn string) error {
-	if err == nil || dsn == "" {
-		return err
-	}
-	secrets := []string{dsn}
-	if pw := dsnPassword(driver, dsn); pw != "" {
-		secrets = append(secrets, pw)
-	}
-	msg := err.Error()
-	leak := false
-	for _, s := range secrets {
-		if strings.Contains(msg, s) {
-			leak = true
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
-		}
-	}
-	if !leak {
-		return err
-	}
-	return errors.New(msg)
-}
-
-// dsnPassword returns the password of a DSN as its driver reads it, or "".
-func dsnPassword(driver, dsn string) string {
-	switch driver {
-	case "pgx":
-		if cfg, err := pgx.ParseConfig(dsn); err == nil {
-			return cfg.Password
-		}
-	case "mysql":
-		if cfg, err := mysql.ParseDSN(dsn); err == nil {
-			return cfg.Passwd
-		}
-	}
-	return ""
 }
 
 // writeBackMax is how many pending write-backs one write (one SQL transaction) carries; a

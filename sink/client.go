@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/subsync/subsync/internal/secret"
 	"golang.org/x/time/rate"
 )
 
@@ -38,7 +39,7 @@ type Client struct {
 	auth      string // Authorization header value
 	userAgent string
 	log       *slog.Logger
-	redactor  *strings.Replacer
+	masker    *secret.Masker
 }
 
 // New checks cfg, fills its defaults and returns a Client. Errors wrap [ErrInvalidConfig]
@@ -75,7 +76,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	token := base64.StdEncoding.EncodeToString([]byte(cfg.UserID + ":" + cfg.APIKey))
 	c.auth = "Basic " + token
-	c.redactor = strings.NewReplacer(token, redacted, cfg.APIKey, redacted)
+	c.masker = secret.BasicAuth(token, cfg.APIKey)
 	return c, nil
 }
 
@@ -321,7 +322,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 }
 
 // redact removes the API key and the Basic credentials from text taken from a response.
-func (c *Client) redact(s string) string { return c.redactor.Replace(s) }
+func (c *Client) redact(s string) string { return c.masker.String(s) }
 
 // replayBody hands out readers over one request body, one per attempt, and can revoke them
 // all so the bytes may be reused once the call is over, even if a transport goroutine still

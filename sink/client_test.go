@@ -801,7 +801,28 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		require.NotContains(t, s, token)
 	}
 	require.Contains(t, logs.String(), "retrying", "the retries were logged")
-	require.Contains(t, res.Rejects[0].Reason, "[REDACTED]")
+	require.Contains(t, res.Rejects[0].Reason, "xxxxx")
+}
+
+// TestUnpaddedTokenNeverLeaks: a service that echoes the Basic token without its '='
+// padding does not get it into an error (issue 19, point 8).
+func TestUnpaddedTokenNeverLeaks(t *testing.T) {
+	t.Parallel()
+	token := base64.StdEncoding.EncodeToString([]byte(testUser + ":" + testKey))
+	require.True(t, strings.HasSuffix(token, "="), "the test needs a padded token")
+	unpadded := strings.TrimRight(token, "=")
+	wr := newWire(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		writeJSON(w, 401, fmt.Sprintf(`{"status":"401 Unauthorized","message":"bad token %s"}`, unpadded))
+	})
+	c := wr.client(t)
+	_, err := c.Lists(t.Context())
+	require.Error(t, err)
+	var apiErr *sink.APIError
+	require.ErrorAs(t, err, &apiErr)
+	for _, s := range []string{err.Error(), apiErr.Body, apiErr.Message, apiErr.Status} {
+		require.NotContains(t, s, unpadded)
+	}
+	require.Contains(t, apiErr.Message, "bad token xxxxx")
 }
 
 func TestConfigLogValueRedacts(t *testing.T) {
@@ -810,6 +831,6 @@ func TestConfigLogValueRedacts(t *testing.T) {
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
 	logger.Info("start", "api", sink.Config{BaseURL: "https://x", UserID: "u", APIKey: testKey})
 	require.NotContains(t, buf.String(), testKey)
-	require.Contains(t, buf.String(), `"api_key":"[REDACTED]"`)
+	require.Contains(t, buf.String(), `"api_key":"xxxxx"`)
 	require.True(t, strings.Contains(buf.String(), `"user_id":"u"`))
 }

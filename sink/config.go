@@ -2,6 +2,7 @@ package sink
 
 import (
 	"fmt"
+	"github.com/subsync/subsync/internal/secret"
 	"log/slog"
 	"net/http"
 	"time"
@@ -87,7 +88,7 @@ type ResponseInfo struct {
 // String describes the configuration with the API key redacted.
 func (c Config) String() string {
 	return fmt.Sprintf("sink.Config{BaseURL:%q LegacyBaseURL:%q UserID:%q APIKey:%s RequestsPerSecond:%g MaxInFlight:%d Timeout:%s MaxAttempts:%d MaxRetryTime:%s RetryAfterCap:%s Version:%q}",
-		c.BaseURL, c.LegacyBaseURL, c.UserID, redactedMark(c.APIKey), c.RequestsPerSecond, c.MaxInFlight,
+		c.BaseURL, c.LegacyBaseURL, c.UserID, secret.Mark(c.APIKey), c.RequestsPerSecond, c.MaxInFlight,
 		c.Timeout, c.MaxAttempts, c.MaxRetryTime, c.RetryAfterCap, c.Version)
 }
 
@@ -109,7 +110,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("base_url", c.BaseURL),
 		slog.String("legacy_base_url", c.LegacyBaseURL),
 		slog.String("user_id", c.UserID),
-		slog.String("api_key", redactedMark(c.APIKey)),
+		slog.String("api_key", secret.Mark(c.APIKey)),
 		slog.Float64("requests_per_second", c.RequestsPerSecond),
 		slog.Int("max_in_flight", c.MaxInFlight),
 		slog.Duration("timeout", c.Timeout),
@@ -118,12 +119,3 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("retry_after_cap", c.RetryAfterCap),
 	)
 }
-
-func redactedMark(secret string) string {
-	if secret == "" {
-		return `""`
-	}
-	return redacted
-}
-
-const redacted = "[REDACTED]"

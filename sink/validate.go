@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/subsync/subsync/internal/check"
+	"github.com/subsync/subsync/internal/secret"
 )
 
 // WithDefaults returns cfg with every zero field set to its default (the *Default constants).
@@ -89,7 +90,7 @@ func checkBaseURL(p *check.Problems, field, raw string) {
 	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
 		p.Add(field, raw, "want an absolute https:// URL")
 	case u.User != nil:
-		p.Add(field, u.Redacted(), "credentials do not belong in the URL: set the user id and the API key instead")
+		p.Add(field, secret.DSN("", raw), "credentials do not belong in the URL: set the user id and the API key instead")
 	case u.RawQuery != "" || u.Fragment != "":
 		p.Add(field, raw, "must not have a query or a fragment")
 	case u.Scheme == "http" && !IsLoopback(u.Hostname()):

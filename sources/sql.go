@@ -14,6 +14,7 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the "mysql" database/sql driver (MySQL, MariaDB)
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/subsync/subsync/internal/secret"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
@@ -97,7 +98,7 @@ func isPostgres(driver string) bool {
 func OpenSQL(ctx context.Context, opts SQLOptions) (*SQLReader, error) {
 	r, err := openSQL(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open sql source (driver %s): %w", opts.Driver, scrub(err, opts.Driver, opts.DSN))
+		return nil, fmt.Errorf("open sql source (driver %s): %w", opts.Driver, secret.ScrubDSN(err, opts.Driver, opts.DSN))
 	}
 	return r, nil
 }
