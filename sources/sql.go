@@ -85,14 +85,6 @@ type rowSource interface {
 	close() error
 }
 
-func isPostgres(driver string) bool {
-	switch driver {
-	case "pgx", "postgres", "postgresql":
-		return true
-	}
-	return false
-}
-
 // OpenSQL connects, begins a read-only transaction and starts the query. The header is
 // the query's column names.
 func OpenSQL(ctx context.Context, opts SQLOptions) (*SQLReader, error) {
@@ -331,7 +323,7 @@ type dbSource struct {
 }
 
 func openDatabaseSQL(ctx context.Context, opts SQLOptions) (*dbSource, []string, error) {
-	db, err := sql.Open(opts.Driver, opts.DSN)
+	db, err := sql.Open(databaseSQLDriver(opts.Driver), opts.DSN)
 	if err != nil {
 		return nil, nil, err
 	}

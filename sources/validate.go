@@ -2,7 +2,6 @@ package sources
 
 import (
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -20,19 +19,6 @@ func KindFromName(path string) string {
 		return KindXLSX
 	}
 	return ""
-}
-
-// Drivers are the database drivers a sql source (and a sql write-back) accepts.
-var Drivers = []string{"pgx", "postgres", "postgresql", "mysql", "sqlite"}
-
-// CheckDriver reports, as a problem of field, a driver that is missing or not one of Drivers.
-func CheckDriver(p *check.Problems, field, driver string) {
-	switch {
-	case driver == "":
-		p.Add(field, "", "missing: pgx (Postgres), mysql (MySQL, MariaDB) or sqlite")
-	case !slices.Contains(Drivers, driver):
-		p.Add(field, driver, "want pgx (Postgres), mysql (MySQL, MariaDB) or sqlite")
-	}
 }
 
 // Validate checks a source's settings before anything is opened: every problem is a
