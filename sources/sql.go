@@ -525,13 +525,13 @@ func (r *SQLReader) Next(ctx context.Context) (Record, error) {
 		}
 		rec := Record{Ordinal: r.read.Add(1), Line: r.line, Values: vals}
 		if err != nil {
-			return rec, &RowError{Line: r.line, Column: col + 1, Message: fmt.Sprintf("column %d: %v", col+1, err)}
+			return rec, &RowError{Line: r.line, Column: col + 1, Err: because(ErrCell, "column %d: %v", col+1, err)}
 		}
 		// Result columns with blank names at the end were dropped from the header, as a
 		// file's are; a value under one is an error.
 		for i := len(r.header); i < len(vals); i++ {
 			if strings.TrimSpace(vals[i]) != "" {
-				return rec, &RowError{Line: r.line, Column: i + 1, Message: fmt.Sprintf("column %d has a value but no name", i+1)}
+				return rec, &RowError{Line: r.line, Column: i + 1, Err: because(ErrUnnamedColumn, "column %d has a value but no name", i+1)}
 			}
 		}
 		rec.Values = vals[:len(r.header)]
