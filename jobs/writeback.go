@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -178,8 +179,8 @@ func (rt *Runtime) writeBack(ctx context.Context, wb writeBacker, target string)
 			return written, errors.Join(werr, err)
 		}
 		written += len(pending)
-		rt.log.DebugContext(ctx, "status changes written back", "target", target, "changes", len(pending),
-			"duration", time.Since(started))
+		rt.log.DebugContext(ctx, "status changes written back", slog.String("target", target), slog.Int("changes", len(pending)),
+			slog.Duration("duration", time.Since(started)))
 		if len(pending) < writeBackMax {
 			return written, nil
 		}
