@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/internal/testlog"
 	"github.com/subsync/subsync/sink"
 )
 
@@ -715,24 +716,6 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestAPIKeyNeverLeaks(t *testing.T) {
 	t.Parallel()
 	token := base64.StdEncoding.EncodeToString([]byte(testUser + ":" + testKey))
@@ -760,7 +743,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 			writeJSON(w, 404, fmt.Sprintf(`{"status":"404 Not found","message":"%s"}`, token))
 		}
 	})
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := wr.client(t, func(cfg *sink.Config) { cfg.Logger = logger; cfg.MaxAttempts = 2 })
 	ctx := t.Context()
