@@ -99,7 +99,7 @@ func (e *RowError) Unwrap() error { return e.Err }
 
 // Causes of a *RowError, with errors.Is.
 var (
-	// ErrFieldCount: a CSV row has more fields than the header.
+	// ErrFieldCount: a CSV row has more or fewer fields than the header.
 	ErrFieldCount = errors.New("wrong number of fields")
 	// ErrQuote: a quoted CSV field is never closed, or has text after its closing quote.
 	ErrQuote = errors.New("malformed quoted field")
