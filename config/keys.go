@@ -40,8 +40,12 @@ func (p problems) has(keys ...string) bool {
 	return false
 }
 
-// reason adds to a missing key what the configuration file offers instead.
+// reason adds to a problem what the configuration file offers instead: another key for a
+// missing one, "off" for an optional listener.
 func reason(key, r string) string {
+	if key == "worker.metrics_address" {
+		return r + `, or "off"`
+	}
 	if r != "missing" {
 		return r
 	}

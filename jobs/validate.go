@@ -46,7 +46,7 @@ func (c Config) Validate() error {
 	atLeastOne(&p, "BatchesInFlight", c.BatchesInFlight)
 	if c.MetricsAddr != "" {
 		if _, port, err := net.SplitHostPort(c.MetricsAddr); err != nil || port == "" {
-			p.Add("MetricsAddr", c.MetricsAddr, `want host:port (e.g. "127.0.0.1:9464"), or "off"`)
+			p.Add("MetricsAddr", c.MetricsAddr, `want host:port (e.g. "127.0.0.1:9464")`)
 		}
 	}
 	if c.ShutdownTimeout <= 0 {
