@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,7 +65,7 @@ several machines at once.`,
 			if err := jobs.Migrate(cmd.Context(), jc); err != nil {
 				return fmt.Errorf("migrate: %w", err)
 			}
-			a.log.InfoContext(cmd.Context(), "database is up to date", "database", a.cfg.Database)
+			a.log.InfoContext(cmd.Context(), "database is up to date", slog.Any("database", a.cfg.Database))
 			return nil
 		}),
 	}
@@ -155,11 +156,11 @@ source row (line, sheet, email, action, status, status_mobile, code, column, val
 			id, err := rt.EnqueueSync(ctx, args[0], full)
 			switch {
 			case errors.Is(err, jobs.ErrAlreadyQueued):
-				a.log.WarnContext(ctx, "the sync is already queued or running: following that job", "sync", args[0], "job_id", id)
+				a.log.WarnContext(ctx, "the sync is already queued or running: following that job", slog.String("sync", args[0]), slog.Int64("job_id", id))
 			case err != nil:
 				return err
 			default:
-				a.log.InfoContext(ctx, "sync queued", "sync", args[0], "job_id", id, "full", full)
+				a.log.InfoContext(ctx, "sync queued", slog.String("sync", args[0]), slog.Int64("job_id", id), slog.Bool("full", full))
 			}
 			return a.queued(ctx, rt, id, wait, asJSON)
 		}),

@@ -3,6 +3,8 @@ package config
 import (
 	"net/url"
 	"time"
+
+	"github.com/subsync/subsync/internal/secret"
 )
 
 // Environment variables of the pages' password and the notification webhook (they win over
@@ -71,7 +73,7 @@ func (c *Config) resolveWeb(probs *problems, getenv func(string) string, rel fun
 		u, err := url.Parse(n.WebhookURL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			// The value is a secret: the message does not repeat it.
-			probs.add("notify.webhook_url", Redacted, "must be an http(s) URL")
+			probs.add("notify.webhook_url", secret.Mask, "must be an http(s) URL")
 		}
 	}
 	if n.MissedScheduleGrace == 0 {

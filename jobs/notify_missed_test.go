@@ -5,12 +5,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
 
@@ -33,8 +35,11 @@ func TestNotifyMissedSchedule(t *testing.T) {
 		defer mu.Unlock()
 		return append([]string(nil), got...)
 	}
-	rt, err := Open(ctx, Config{DataDir: t.TempDir(),
-		Syncs:  []SyncSpec{{Name: "nightly", ListID: 1, Schedule: "0 2 * * *", TimeZone: "Europe/Oslo"}, {Name: "adhoc", ListID: 1}},
+	dir := t.TempDir()
+	src := sources.Config{Path: filepath.Join(dir, "crm.csv")}
+	rt, err := Open(ctx, Config{DataDir: dir,
+		Syncs: []SyncSpec{{Name: "nightly", ListID: 1, Schedule: "0 2 * * *", TimeZone: "Europe/Oslo", Source: src},
+			{Name: "adhoc", ListID: 1, Source: src}},
 		Notify: NotifySpec{WebhookURL: hook.URL, MissedScheduleGrace: 15 * time.Minute}})
 	require.NoError(t, err)
 	t.Cleanup(rt.Close)

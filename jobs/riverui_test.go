@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/sources"
 )
 
 // River UI is served under /riverui/ beside /metrics, over the runtime's queue, on both
@@ -19,7 +21,7 @@ func TestRiverUI(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		ctx := context.Background()
 		b := setup(t, backend)
-		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID}}
+		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: filepath.Join(t.TempDir(), "crm.csv")}}}
 		rt := b.open(t)
 		id, err := rt.EnqueueSync(ctx, "crm", false)
 		require.NoError(t, err)

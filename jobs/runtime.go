@@ -55,8 +55,8 @@ type Runtime struct {
 // subsync's migrations, and builds the River client. Close releases it.
 func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	db, err := openDatabase(ctx, cfg)
 	if err != nil {
@@ -119,8 +119,8 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 // Migrate creates or upgrades the database (River's tables and subsync's) and returns.
 func Migrate(ctx context.Context, cfg Config) error {
 	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return err
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("jobs: %w", err)
 	}
 	db, err := openDatabase(ctx, cfg)
 	if err != nil {

@@ -348,7 +348,7 @@ func (r *XLSXReader) Next(ctx context.Context) (Record, error) {
 		r.read.Store(r.ordinal)
 		rec := Record{Ordinal: r.ordinal, Line: r.row, Sheet: r.sheet, Values: cells}
 		if err != nil {
-			return rec, &RowError{Line: r.row, Sheet: r.sheet, Message: err.Error()}
+			return rec, &RowError{Line: r.row, Sheet: r.sheet, Err: because(ErrCell, "%v", err)}
 		}
 		for i := len(r.header); i < len(cells); i++ {
 			if strings.TrimSpace(cells[i]) != "" {
@@ -356,7 +356,7 @@ func (r *XLSXReader) Next(ctx context.Context) (Record, error) {
 				if len(r.header) == 1 {
 					msg += " (is the header below a title row? set header_row)"
 				}
-				return rec, &RowError{Line: r.row, Sheet: r.sheet, Column: i + 1, Message: msg}
+				return rec, &RowError{Line: r.row, Sheet: r.sheet, Column: i + 1, Err: because(ErrUnnamedColumn, "%s", msg)}
 			}
 		}
 		values := make([]string, len(r.header))

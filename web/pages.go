@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/subsync/subsync/internal/secret"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/state"
 )
@@ -78,7 +80,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name, title stri
 }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	s.log.ErrorContext(r.Context(), "page failed", "path", r.URL.Path, "error", err)
+	s.log.ErrorContext(r.Context(), "page failed", slog.String("path", r.URL.Path), slog.Any("error", err))
 	http.Error(w, "the page could not be built; the worker's log says why", http.StatusInternalServerError)
 }
 
@@ -261,10 +263,10 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, jobs.ErrAlreadyQueued):
 		v.Set("queued", fmt.Sprintf("sync %s is already queued or running as job %d", name, id))
 	case err != nil:
-		s.log.WarnContext(r.Context(), "run now failed", "sync", name, "error", err)
+		s.log.WarnContext(r.Context(), "run now failed", slog.String("sync", name), slog.Any("error", err))
 		v.Set("error", err.Error())
 	default:
-		s.log.InfoContext(r.Context(), "sync queued from the pages", "sync", name, "job_id", id)
+		s.log.InfoContext(r.Context(), "sync queued from the pages", slog.String("sync", name), slog.Int64("job_id", id))
 		v.Set("queued", fmt.Sprintf("sync %s queued as job %d", name, id))
 	}
 	http.Redirect(w, r, "/syncs?"+v.Encode(), http.StatusSeeOther)
@@ -359,16 +361,11 @@ func formatDuration(d time.Duration) string {
 	}
 }
 
-// maskEmail shows an address to an authenticated user, and otherwise only its first letter
-// and its domain ("k***@example.com").
+// maskEmail shows an address to an authenticated user, and otherwise only secret.Email's
+// first letter and domain.
 func maskEmail(authed bool, e string) string {
 	if authed || e == "" {
 		return e
 	}
-	local, domain, ok := strings.Cut(e, "@")
-	if !ok || local == "" {
-		return "***"
-	}
-	r := []rune(local)
-	return string(r[0]) + "***@" + domain
+	return secret.Email(e)
 }
