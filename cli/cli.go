@@ -168,6 +168,8 @@ SUBSYNC_API_KEY, SUBSYNC_USER_ID, SUBSYNC_DATABASE_URL.`,
 		a.previewCommand(),
 		a.migrateCommand(),
 		a.runCommand(),
+		a.uiCommand(),
+		a.schedulesCommand(),
 		a.importCommand(),
 		a.syncCommand(),
 		a.statusCommand(),
@@ -212,7 +214,7 @@ func (a *app) config() (*config.Config, error) {
 	explicit := a.root.PersistentFlags().Changed("config")
 	cfg, err := config.Load(a.configPath, a.getenv)
 	if err != nil && !explicit && errors.Is(err, fs.ErrNotExist) {
-		a.log.Debug("no configuration file: using defaults and the environment", "path", a.configPath)
+		a.log.Debug("no configuration file: using defaults and the environment", slog.String("path", a.configPath))
 		cfg, err = config.Parse("", nil, a.getenv)
 	}
 	if err != nil {

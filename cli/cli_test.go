@@ -251,11 +251,11 @@ func TestConfigCheckAndShow(t *testing.T) {
 	h := setup(t, "[database]\nurl = \"postgres://subsync:dbpass@db/subsync\"\n")
 	require.Equal(t, h.config+": OK (no syncs)\n", h.ok("config", "check"))
 	show := h.ok("config", "show")
-	require.Contains(t, show, `api_key = "[REDACTED]"`)
+	require.Contains(t, show, `api_key = "xxxxx"`)
 	require.Contains(t, show, "postgres://subsync:xxxxx@db/subsync")
 	require.NotContains(t, show, "dbpass")
 	js := decode[map[string]any](t, h.ok("config", "show", "--json"))
-	require.Equal(t, config.Redacted, js["API"].(map[string]any)["APIKey"])
+	require.Equal(t, "xxxxx", js["API"].(map[string]any)["APIKey"])
 }
 
 func TestDefaultConfigFileIsOptional(t *testing.T) {

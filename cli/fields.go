@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -109,7 +110,7 @@ their choices with --choice, once per choice.`,
 			if err != nil {
 				return fmt.Errorf("create custom field %q: %w", args[0], err)
 			}
-			a.log.Info("custom field created", "field_id", f.ID, "slot", f.Value)
+			a.log.Info("custom field created", slog.Int64("field_id", f.ID), slog.String("slot", f.Value))
 			return a.showField(f, createJSON)
 		}),
 	}
@@ -168,7 +169,7 @@ confirmation on a terminal; scripts pass --yes.`,
 			if err := c.DeleteCustomField(cmd.Context(), id); err != nil {
 				return fmt.Errorf("delete custom field %d: %w", id, err)
 			}
-			a.log.Info("custom field deleted", "field_id", id)
+			a.log.Info("custom field deleted", slog.Int64("field_id", id))
 			return nil
 		}),
 	}

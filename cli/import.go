@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -115,7 +116,7 @@ source row. A list that does not exist fails the import (and the dry run) at onc
 			if err != nil {
 				return fmt.Errorf("queue the import: %w", err)
 			}
-			a.log.InfoContext(ctx, "import queued", "job_id", id, "list_id", list)
+			a.log.InfoContext(ctx, "import queued", slog.Int64("job_id", id), slog.Int64("list_id", list))
 			return a.queued(ctx, rt, id, wait, asJSON)
 		}),
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -89,7 +90,7 @@ func (a *app) listsCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("create list %q: %w", args[0], err)
 			}
-			a.log.Info("list created", "list_id", l.ID, "title", l.Title)
+			a.log.Info("list created", slog.Int64("list_id", l.ID), slog.String("title", l.Title))
 			return a.showList(l, createJSON)
 		}),
 	}
@@ -151,7 +152,7 @@ func (a *app) listsCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("delete list %d: %w", id, err)
 			}
-			a.log.Info("list deleted", "list_id", id, "legacy", legacy)
+			a.log.Info("list deleted", slog.Int64("list_id", id), slog.Bool("legacy", legacy))
 			return nil
 		}),
 	}

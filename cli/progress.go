@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -34,8 +35,8 @@ func (p *progress) update(pr jobs.Progress) {
 	if !p.terminal {
 		if pr.State != p.state || time.Since(p.logged) >= progressLogEvery {
 			p.state, p.logged = pr.State, time.Now()
-			p.a.log.InfoContext(p.ctx, "progress", "job_id", pr.JobID, "run_id", pr.RunID, "state", pr.State,
-				"rows", pr.Rows, "total_rows", pr.TotalRows, "sent", pr.Counts.Sent, "rejected", pr.Counts.Rejected)
+			p.a.log.InfoContext(p.ctx, "progress", slog.Int64("job_id", pr.JobID), slog.Int64("run_id", pr.RunID), slog.String("state", pr.State),
+				slog.Int64("rows", pr.Rows), slog.Int64("total_rows", pr.TotalRows), slog.Int64("sent", pr.Counts.Sent), slog.Int64("rejected", pr.Counts.Rejected))
 		}
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"time"
@@ -118,7 +119,7 @@ CSV ("-" for standard output); cells a spreadsheet would run as a formula are qu
 				return fmt.Errorf("export the rejects of run %d: %w", id, err)
 			}
 			if file != nil {
-				a.log.InfoContext(ctx, "rejects exported", "run_id", id, "rejected", run.Counts.Rejected, "file", rejects)
+				a.log.InfoContext(ctx, "rejects exported", slog.Int64("run_id", id), slog.Int64("rejected", run.Counts.Rejected), slog.String("file", rejects))
 			}
 			return nil
 		}),
@@ -199,7 +200,7 @@ already acknowledged by the service stay sent; the run is recorded as cancelled.
 			if err := rt.CancelJob(ctx, id); err != nil {
 				return err
 			}
-			a.log.InfoContext(ctx, "job cancelled", "job_id", id)
+			a.log.InfoContext(ctx, "job cancelled", slog.Int64("job_id", id))
 			return nil
 		}),
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,11 +73,11 @@ written back; a failed write-back is the message of a completed run.`,
 			id, err := rt.EnqueueStatusPull(ctx)
 			switch {
 			case errors.Is(err, jobs.ErrAlreadyQueued):
-				a.log.WarnContext(ctx, "a status pull is already queued or running: following that job", "job_id", id)
+				a.log.WarnContext(ctx, "a status pull is already queued or running: following that job", slog.Int64("job_id", id))
 			case err != nil:
 				return err
 			default:
-				a.log.InfoContext(ctx, "status pull queued", "job_id", id)
+				a.log.InfoContext(ctx, "status pull queued", slog.Int64("job_id", id))
 			}
 			return a.queued(ctx, rt, id, wait, asJSON)
 		}),

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -188,7 +189,7 @@ new subscriber active and leaves an existing one's status as it is.`,
 			if err != nil {
 				return fmt.Errorf("upsert subscriber %s: %w", s.Email, err)
 			}
-			a.log.Info("subscriber saved", "subscriber_id", id, "list_id", list)
+			a.log.Info("subscriber saved", slog.Int64("subscriber_id", id), slog.Int64("list_id", list))
 			if asJSON {
 				return a.printJSON(map[string]any{"id": id, "email": s.Email, "list_id": list})
 			}
@@ -231,7 +232,7 @@ func (a *app) subscribersUnsubscribe() *cobra.Command {
 			if err := c.Unsubscribe(cmd.Context(), id); err != nil {
 				return fmt.Errorf("unsubscribe subscriber %d: %w", id, err)
 			}
-			a.log.Info("subscriber unsubscribed", "subscriber_id", id)
+			a.log.Info("subscriber unsubscribed", slog.Int64("subscriber_id", id))
 			return nil
 		}),
 	}
@@ -267,7 +268,7 @@ func (a *app) subscribersDelete() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("delete subscriber %d: %w", id, err)
 			}
-			a.log.Info("subscriber deleted", "subscriber_id", id, "legacy", legacy)
+			a.log.Info("subscriber deleted", slog.Int64("subscriber_id", id), slog.Bool("legacy", legacy))
 			return nil
 		}),
 	}

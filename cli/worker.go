@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,7 +65,7 @@ several machines at once.`,
 			if err := jobs.Migrate(cmd.Context(), jc); err != nil {
 				return fmt.Errorf("migrate: %w", err)
 			}
-			a.log.InfoContext(cmd.Context(), "database is up to date", "database", a.cfg.Database)
+			a.log.InfoContext(cmd.Context(), "database is up to date", slog.Any("database", a.cfg.Database))
 			return nil
 		}),
 	}
@@ -73,10 +74,12 @@ several machines at once.`,
 func (a *app) runCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "run",
-		Short: "Run the worker: queued jobs, schedules, /metrics and /healthz",
+		Short: "Run the worker: queued jobs, schedules, the pages, /metrics and /healthz",
 		Long: `Run the long-lived worker: it works queued imports, syncs and status pulls, inserts the
 scheduled ones (one elected leader per database, so a fleet runs each tick once), and
-serves /metrics and /healthz on worker.metrics_address.
+serves the pages (runs, rejects, syncs, suppression, health; see subsync ui), River UI under
+/riverui/, /metrics and /healthz on worker.metrics_address. On any address but loopback the
+pages need a password (SUBSYNC_WEB_PASSWORD or web.password_file): without one, run exits 2.
 
 On SIGINT or SIGTERM it stops taking jobs, lets batches in flight finish for up to
 worker.shutdown_timeout, and exits 0; interrupted runs resume from their checkpoint on the
@@ -87,15 +90,19 @@ next start. A configuration error exits 2, so a service manager need not restart
 		Args: cobra.NoArgs,
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			if err := a.checkPagesAddr(cfg.Worker.MetricsAddress); err != nil {
+				return err
+			}
 			rt, err := a.runtime(ctx, true)
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
-			if err := rt.Run(ctx); err != nil {
-				return fmt.Errorf("worker: %w", err)
-			}
-			return nil
+			return a.runWorker(ctx, rt)
 		}),
 	}
 }
@@ -149,11 +156,11 @@ source row (line, sheet, email, action, status, status_mobile, code, column, val
 			id, err := rt.EnqueueSync(ctx, args[0], full)
 			switch {
 			case errors.Is(err, jobs.ErrAlreadyQueued):
-				a.log.WarnContext(ctx, "the sync is already queued or running: following that job", "sync", args[0], "job_id", id)
+				a.log.WarnContext(ctx, "the sync is already queued or running: following that job", slog.String("sync", args[0]), slog.Int64("job_id", id))
 			case err != nil:
 				return err
 			default:
-				a.log.InfoContext(ctx, "sync queued", "sync", args[0], "job_id", id, "full", full)
+				a.log.InfoContext(ctx, "sync queued", slog.String("sync", args[0]), slog.Int64("job_id", id), slog.Bool("full", full))
 			}
 			return a.queued(ctx, rt, id, wait, asJSON)
 		}),

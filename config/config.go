@@ -25,7 +25,8 @@
 package config
 
 import (
-	"time"
+	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/sources"
 )
 
 // DefaultPath is the configuration file read when --config is not given.
@@ -38,50 +39,33 @@ const (
 	EnvDatabaseURL = "SUBSYNC_DATABASE_URL"
 )
 
-// Defaults applied by [Load] to keys left out or set to their zero value.
+// Defaults applied by [Load] to keys left out or set to their zero value. A default that the
+// client or the worker applies itself is theirs (sink.TimeoutDefault, jobs.ConcurrencyDefault,
+// …): Load fills the same value, so that `config show` prints the effective configuration.
+// Only the defaults of what the configuration file alone decides live here.
 const (
-	BaseURLDefault           = "https://subscribers.dialogapi.no/api/public/v2"
-	RequestsPerSecondDefault = 5.0
-	MaxInFlightDefault       = 4
-	TimeoutDefault           = 30 * time.Second
-	MaxAttemptsDefault       = 8
-	MaxRetryTimeDefault      = 5 * time.Minute
-	RetryAfterCapDefault     = 60 * time.Second
-
-	DataDirDefault = "data"
-
-	ConcurrencyDefault     = 4
-	BatchesInFlightDefault = 2
-	MetricsAddressDefault  = "127.0.0.1:9464"
-	ShutdownTimeoutDefault = 30 * time.Second
-
-	TimeZoneDefault       = "UTC"
-	SuppressionDefault    = SuppressionSkip
+	BaseURLDefault        = "https://subscribers.dialogapi.no/api/public/v2"
+	DataDirDefault        = "data"
+	MetricsAddressDefault = "127.0.0.1:9464"
 	StatusScheduleDefault = "*/15 * * * *"
-	StatusOverlapDefault  = 10 * time.Minute
 )
 
 // Off disables an optional feature whose key otherwise has a default
 // (worker.metrics_address, status.schedule).
 const Off = "off"
 
-// Suppression policies: what a sync does with a row whose e-mail is on the suppression list
-// (the person unsubscribed or bounced).
+// Suppression policies (jobs.SuppressionSkip, the default, and
+// jobs.SuppressionUpdateKeepStatus), as a sync's suppression key names them.
 const (
-	// SuppressionSkip leaves the row out of the push entirely (counted as suppressed). The
-	// default.
-	SuppressionSkip = "skip"
-	// SuppressionUpdateKeepStatus pushes the row's data through bulkinsert's status form with
-	// the suppressed status (status=unsubscribed or status=bounce), so the service keeps the
-	// person unsubscribed or bounced while names and fields stay current.
-	SuppressionUpdateKeepStatus = "update-keep-status"
+	SuppressionSkip             = jobs.SuppressionSkip
+	SuppressionUpdateKeepStatus = jobs.SuppressionUpdateKeepStatus
 )
 
-// Source kinds.
+// Source kinds, as sources names them.
 const (
-	KindCSV  = "csv"
-	KindXLSX = "xlsx"
-	KindSQL  = "sql"
+	KindCSV  = sources.KindCSV
+	KindXLSX = sources.KindXLSX
+	KindSQL  = sources.KindSQL
 )
 
 // Config is the whole configuration of subsync. The zero value is not usable: get one from
@@ -100,6 +84,10 @@ type Config struct {
 	Sources map[string]Source `toml:"sources"`
 	// Status is the subscriber status pull (unsubscribes and bounces flowing back).
 	Status Status `toml:"status"`
+	// Web protects the pages on the worker's listener.
+	Web Web `toml:"web"`
+	// Notify sends a message when a run fails, a schedule is missed or write-back fails.
+	Notify Notify `toml:"notify"`
 
 	// Path is the file the configuration came from; empty when no file was read.
 	Path string `toml:"-"`
@@ -118,18 +106,18 @@ type API struct {
 	APIKey string `toml:"api_key"`
 	// APIKeyFile names a file holding the API key (surrounding white space is trimmed).
 	APIKeyFile string `toml:"api_key_file"`
-	// RequestsPerSecond caps the request rate. Default RequestsPerSecondDefault; negative = unlimited.
+	// RequestsPerSecond caps the request rate. Default sink.RequestsPerSecondDefault; negative = unlimited.
 	RequestsPerSecond float64 `toml:"requests_per_second"`
-	// MaxInFlight caps concurrent requests. Default MaxInFlightDefault.
+	// MaxInFlight caps concurrent requests. Default sink.MaxInFlightDefault.
 	MaxInFlight int `toml:"max_in_flight"`
-	// Timeout bounds one HTTP attempt. Default TimeoutDefault.
+	// Timeout bounds one HTTP attempt. Default sink.TimeoutDefault.
 	Timeout Duration `toml:"timeout"`
-	// MaxAttempts bounds the attempts of one call, retries included. Default MaxAttemptsDefault.
+	// MaxAttempts bounds the attempts of one call, retries included. Default sink.MaxAttemptsDefault.
 	MaxAttempts int `toml:"max_attempts"`
-	// MaxRetryTime bounds one call, retries and waits included. Default MaxRetryTimeDefault.
+	// MaxRetryTime bounds one call, retries and waits included. Default sink.MaxRetryTimeDefault.
 	MaxRetryTime Duration `toml:"max_retry_time"`
 	// RetryAfterCap is the longest Retry-After waited for in the client; a longer one makes
-	// the job snooze instead. Default RetryAfterCapDefault.
+	// the job snooze instead. Default sink.RetryAfterCapDefault.
 	RetryAfterCap Duration `toml:"retry_after_cap"`
 }
 
@@ -145,15 +133,15 @@ type Database struct {
 
 // Worker configures `subsync run`.
 type Worker struct {
-	// Concurrency is how many jobs one worker process works at once. Default ConcurrencyDefault.
+	// Concurrency is how many jobs one worker process works at once. Default jobs.ConcurrencyDefault.
 	Concurrency int `toml:"concurrency"`
-	// BatchesInFlight is how many bulk batches one run sends concurrently. Default BatchesInFlightDefault.
+	// BatchesInFlight is how many bulk batches one run sends concurrently. Default jobs.BatchesInFlightDefault.
 	BatchesInFlight int `toml:"batches_in_flight"`
 	// MetricsAddress is where /metrics and /healthz are served. Default
 	// MetricsAddressDefault; "off" disables the listener.
 	MetricsAddress string `toml:"metrics_address"`
 	// ShutdownTimeout is how long a stopping worker lets running jobs finish before it
-	// cancels them (they resume from their checkpoint). Default ShutdownTimeoutDefault.
+	// cancels them (they resume from their checkpoint). Default jobs.ShutdownTimeoutDefault.
 	ShutdownTimeout Duration `toml:"shutdown_timeout"`
 }
 
@@ -163,7 +151,7 @@ type Sync struct {
 	Name string `toml:"name"`
 	// Schedule is a 5-field cron spec or a descriptor (@daily, @every 1h). Empty = on demand only.
 	Schedule string `toml:"schedule"`
-	// TimeZone is the IANA zone the schedule is read in. Default TimeZoneDefault.
+	// TimeZone is the IANA zone the schedule is read in. Default jobs.TimeZoneDefault.
 	TimeZone string `toml:"time_zone"`
 	// List is the id of the subscriber list the rows go to.
 	List int64 `toml:"list"`
@@ -215,10 +203,10 @@ type Source struct {
 type Status struct {
 	// Schedule of the pull. Default StatusScheduleDefault; "off" = only `subsync status pull`.
 	Schedule string `toml:"schedule"`
-	// TimeZone the schedule is read in. Default TimeZoneDefault.
+	// TimeZone the schedule is read in. Default jobs.TimeZoneDefault.
 	TimeZone string `toml:"time_zone"`
 	// Overlap is subtracted from the cursor on every pull, so changes recorded late by the
-	// service are not missed. Default StatusOverlapDefault.
+	// service are not missed. Default jobs.StatusOverlapDefault.
 	Overlap Duration `toml:"overlap"`
 	// WriteBack sends the changes to the source. Not set = changes are only recorded in the
 	// suppression list.
@@ -229,10 +217,10 @@ type Status struct {
 	Reconcile bool `toml:"reconcile"`
 }
 
-// Write-back kinds.
+// Write-back kinds, as jobs names them.
 const (
-	WriteBackSQL = "sql"
-	WriteBackCSV = "csv"
+	WriteBackSQL = jobs.WriteBackSQL
+	WriteBackCSV = jobs.WriteBackCSV
 )
 
 // WriteBack is where status changes are written back to.

@@ -50,6 +50,7 @@ func (c *Config) JobsConfig() jobs.Config {
 			Reconcile: c.Status.Reconcile,
 		},
 	}
+	jc.Notify = jobs.NotifySpec{WebhookURL: c.Notify.WebhookURL, MissedScheduleGrace: c.Notify.MissedScheduleGrace.D()}
 	if c.Worker.MetricsAddress != Off {
 		jc.MetricsAddr = c.Worker.MetricsAddress
 	}

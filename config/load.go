@@ -193,6 +193,7 @@ func (c *Config) resolve(probs *problems, getenv func(string) string) {
 	wb := &c.Status.WriteBack
 	wb.Path = rel(wb.Path)
 	wb.DSN = resolveDSN(probs, "status.write_back", wb.DSN, wb.DSNEnv, rel(wb.DSNFile), getenv)
+	c.resolveWeb(probs, getenv, rel)
 }
 
 // resolveDSN returns the DSN from exactly one of dsn, dsn_env and dsn_file.

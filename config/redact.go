@@ -5,36 +5,34 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"regexp"
-	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/subsync/subsync/internal/secret"
 )
-
-// Redacted replaces a secret wherever a Config is printed.
-const Redacted = "[REDACTED]"
 
 // redacted returns a copy of c that is safe to print: the API key and every password of a
 // database URL or DSN are replaced.
 func (c Config) redacted() Config {
 	if c.API.APIKey != "" {
-		c.API.APIKey = Redacted
+		c.API.APIKey = secret.Mask
 	}
-	c.Database.URL = RedactDSN(c.Database.URL)
+	c.Database.URL = secret.DSN("", c.Database.URL)
 	c.Syncs = append([]Sync(nil), c.Syncs...)
 	for i := range c.Syncs {
-		c.Syncs[i].Source.DSN = RedactDSN(c.Syncs[i].Source.DSN)
+		c.Syncs[i].Source.DSN = secret.DSN("", c.Syncs[i].Source.DSN)
 	}
 	if c.Sources != nil {
 		srcs := make(map[string]Source, len(c.Sources))
 		for name, src := range c.Sources {
-			src.DSN = RedactDSN(src.DSN)
+			src.DSN = secret.DSN("", src.DSN)
 			srcs[name] = src
 		}
 		c.Sources = srcs
 	}
-	c.Status.WriteBack.DSN = RedactDSN(c.Status.WriteBack.DSN)
+	c.Status.WriteBack.DSN = secret.DSN("", c.Status.WriteBack.DSN)
+	if c.Notify.WebhookURL != "" {
+		c.Notify.WebhookURL = secret.Mask
+	}
 	return c
 }
 
@@ -88,54 +86,6 @@ func (a API) describe() string {
 	return fmt.Sprintf("{base_url:%s legacy_base_url:%s user_id:%s api_key:%s}", a.BaseURL, a.LegacyBaseURL, a.UserID, a.APIKey)
 }
 
-var kvPasswordRE = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
-
-// RedactDSN hides the password of a database URL (postgres://user:pass@host/db), a
-// key=value DSN (host=… password=…) or a MySQL DSN (user:pass@tcp(host)/db). Anything it
-// cannot read is replaced entirely.
-func RedactDSN(dsn string) string {
-	if dsn == "" {
-		return ""
-	}
-	if strings.Contains(dsn, "://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return Redacted
-		}
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-		q := u.Query()
-		changed := false
-		for k := range q {
-			if strings.EqualFold(k, "password") {
-				q.Set(k, "xxxxx")
-				changed = true
-			}
-		}
-		if changed {
-			u.RawQuery = q.Encode()
-		}
-		return u.String()
-	}
-	if kvPasswordRE.MatchString(dsn) {
-		return kvPasswordRE.ReplaceAllString(dsn, "${1}xxxxx")
-	}
-	// MySQL: [user[:password]@][net[(addr)]]/dbname[?params]; the last '@' before the last
-	// '/' ends the credentials.
-	slash := strings.LastIndex(dsn, "/")
-	if slash < 0 {
-		slash = len(dsn)
-	}
-	if at := strings.LastIndex(dsn[:slash], "@"); at >= 0 {
-		cred := dsn[:at]
-		if user, _, ok := strings.Cut(cred, ":"); ok {
-			return user + ":xxxxx" + dsn[at:]
-		}
-	}
-	return dsn
-}
-
 // MarshalJSON encodes the effective configuration with every secret redacted.
 func (c Config) MarshalJSON() ([]byte, error) {
 	type plain Config
@@ -150,13 +100,13 @@ func (a API) MarshalJSON() ([]byte, error) {
 
 // LogValue logs the database section with the password of the URL redacted.
 func (d Database) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("url", RedactDSN(d.URL)), slog.String("data_dir", d.DataDir))
+	return slog.GroupValue(slog.String("url", secret.DSN("", d.URL)), slog.String("data_dir", d.DataDir))
 }
 
 // MarshalJSON encodes the database section with the password of the URL redacted.
 func (d Database) MarshalJSON() ([]byte, error) {
 	type plain Database
-	d.URL = RedactDSN(d.URL)
+	d.URL = secret.DSN("", d.URL)
 	return json.Marshal(plain(d))
 }
 
@@ -166,7 +116,7 @@ func (s Source) LogValue() slog.Value { return slog.StringValue(s.String()) }
 // MarshalJSON encodes the source with the password of its DSN redacted.
 func (s Source) MarshalJSON() ([]byte, error) {
 	type plain Source
-	s.DSN = RedactDSN(s.DSN)
+	s.DSN = secret.DSN("", s.DSN)
 	return json.Marshal(plain(s))
 }
 
@@ -176,14 +126,14 @@ func (w WriteBack) LogValue() slog.Value { return slog.StringValue(w.String()) }
 // MarshalJSON encodes the write-back with the password of its DSN redacted.
 func (w WriteBack) MarshalJSON() ([]byte, error) {
 	type plain WriteBack
-	w.DSN = RedactDSN(w.DSN)
+	w.DSN = secret.DSN("", w.DSN)
 	return json.Marshal(plain(w))
 }
 
 // String describes the database section with the password of the URL redacted.
 func (d Database) String() string {
 	type plain Database
-	d.URL = RedactDSN(d.URL)
+	d.URL = secret.DSN("", d.URL)
 	return fmt.Sprintf("%+v", plain(d))
 }
 
@@ -193,7 +143,7 @@ func (d Database) GoString() string { return d.String() }
 // String describes the source with the password of its DSN redacted.
 func (s Source) String() string {
 	type plain Source
-	s.DSN = RedactDSN(s.DSN)
+	s.DSN = secret.DSN("", s.DSN)
 	return fmt.Sprintf("%+v", plain(s))
 }
 
@@ -203,7 +153,7 @@ func (s Source) GoString() string { return s.String() }
 // String describes the write-back with the password of its DSN redacted.
 func (w WriteBack) String() string {
 	type plain WriteBack
-	w.DSN = RedactDSN(w.DSN)
+	w.DSN = secret.DSN("", w.DSN)
 	return fmt.Sprintf("%+v", plain(w))
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -115,7 +116,7 @@ func (rt *Runtime) dropStaged(ctx context.Context, job *rivertype.JobRow) {
 	var a ImportArgs
 	if json.Unmarshal(job.EncodedArgs, &a) == nil && a.StagedFile != 0 {
 		if err := rt.store.DeleteStaged(ctx, a.StagedFile); err != nil {
-			rt.log.WarnContext(ctx, "could not delete the staged file", "job_id", job.ID, "error", err)
+			rt.log.WarnContext(ctx, "could not delete the staged file", slog.Int64("job_id", job.ID), slog.Any("error", err))
 		}
 	}
 }

@@ -2,13 +2,12 @@ package jobs
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/subsync/subsync/internal/secret"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
@@ -23,6 +22,8 @@ const (
 	PollIntervalDefault     = 500 * time.Millisecond
 	StatusOverlapDefault    = 10 * time.Minute
 	FingerprintFlushDefault = 500_000
+	// TimeZoneDefault is the zone a schedule with no time zone is read in.
+	TimeZoneDefault = "UTC"
 	// SQLiteFile is the name of the embedded database in Config.DataDir.
 	SQLiteFile = "subsync.db"
 )
@@ -79,6 +80,8 @@ type Config struct {
 	Sources map[string]sources.Config
 	// StatusPull configures the status pull job.
 	StatusPull StatusPullSpec
+	// Notify configures the failure notifications (a webhook); zero = none.
+	Notify NotifySpec
 
 	// Logger receives the runtime's logs (and River's). nil discards.
 	Logger *slog.Logger
@@ -102,7 +105,7 @@ type SyncSpec struct {
 	// Schedule is a 5-field cron spec or a descriptor (@daily, @hourly, @every 1h); empty =
 	// on demand only.
 	Schedule string
-	// TimeZone is the IANA zone the schedule is read in (Europe/Oslo); empty = UTC.
+	// TimeZone is the IANA zone the schedule is read in (Europe/Oslo); empty = TimeZoneDefault.
 	TimeZone string
 	// ListID is the list the rows go to.
 	ListID int64
@@ -156,7 +159,7 @@ type WriteBackSpec struct {
 func (w WriteBackSpec) String() string {
 	switch w.Kind {
 	case WriteBackSQL:
-		return fmt.Sprintf("sql write-back (driver %s, dsn %s)", w.Driver, sources.RedactDSN(w.Driver, w.DSN))
+		return fmt.Sprintf("sql write-back (driver %s, dsn %s)", w.Driver, secret.DSN(w.Driver, w.DSN))
 	case WriteBackCSV:
 		return "csv write-back to " + w.Path
 	}
@@ -185,73 +188,6 @@ func (c Config) withDefaults() Config {
 		c.Syncs[i].Suppression = cmp.Or(c.Syncs[i].Suppression, SuppressionSkip)
 	}
 	return c
-}
-
-// validate checks the configuration; messages name the field.
-func (c Config) validate() error {
-	var errs []error
-	if c.DatabaseURL == "" && c.DataDir == "" {
-		errs = append(errs, errors.New("jobs: DataDir is required for the embedded database"))
-	}
-	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
-		errs = append(errs, errors.New("jobs: DatabaseURL must be a postgres:// URL"))
-	}
-	if c.Concurrency < 1 {
-		errs = append(errs, fmt.Errorf("jobs: Concurrency %d: want at least 1", c.Concurrency))
-	}
-	if c.BatchesInFlight < 1 {
-		errs = append(errs, fmt.Errorf("jobs: BatchesInFlight %d: want at least 1", c.BatchesInFlight))
-	}
-	if c.LeaseTTL < 100*time.Millisecond {
-		errs = append(errs, fmt.Errorf("jobs: LeaseTTL %s: want at least 100ms", c.LeaseTTL))
-	}
-	seen := map[string]bool{}
-	for i, s := range c.Syncs {
-		key := fmt.Sprintf("jobs: Syncs[%d]", i)
-		if s.Name == "" {
-			errs = append(errs, fmt.Errorf("%s.Name is empty", key))
-		}
-		if seen[s.Name] {
-			errs = append(errs, fmt.Errorf("%s.Name %q is used twice", key, s.Name))
-		}
-		seen[s.Name] = true
-		if s.ListID <= 0 {
-			errs = append(errs, fmt.Errorf("%s.ListID %d: want a list id", key, s.ListID))
-		}
-		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdateKeepStatus {
-			errs = append(errs, fmt.Errorf("%s.Suppression %q: want %q or %q", key, s.Suppression, SuppressionSkip, SuppressionUpdateKeepStatus))
-		}
-		if s.Schedule != "" {
-			if _, err := ParseSchedule(s.Schedule, s.TimeZone); err != nil {
-				errs = append(errs, fmt.Errorf("%s.Schedule: %w", key, err))
-			}
-		}
-	}
-	if c.StatusPull.Schedule != "" {
-		if _, err := ParseSchedule(c.StatusPull.Schedule, c.StatusPull.TimeZone); err != nil {
-			errs = append(errs, fmt.Errorf("jobs: StatusPull.Schedule: %w", err))
-		}
-	}
-	switch wb := c.StatusPull.WriteBack; wb.Kind {
-	case "":
-	case WriteBackSQL:
-		if writeBackDriver(wb.Driver) == "" {
-			errs = append(errs, fmt.Errorf("jobs: StatusPull.WriteBack.Driver %q: want pgx, mysql or sqlite", wb.Driver))
-		}
-		if wb.DSN == "" {
-			errs = append(errs, errors.New("jobs: StatusPull.WriteBack.DSN is empty"))
-		}
-		if err := CheckWriteBackStatement(wb.Statement); err != nil {
-			errs = append(errs, fmt.Errorf("jobs: StatusPull.WriteBack.Statement: %w", err))
-		}
-	case WriteBackCSV:
-		if wb.Path == "" {
-			errs = append(errs, errors.New("jobs: StatusPull.WriteBack.Path is empty"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("jobs: StatusPull.WriteBack.Kind %q: want %q or %q", wb.Kind, WriteBackSQL, WriteBackCSV))
-	}
-	return errors.Join(errs...)
 }
 
 func (c Config) sync(name string) (SyncSpec, bool) {

@@ -3,12 +3,9 @@ package jobs
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -18,6 +15,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/subsync/subsync/internal/secret"
 	"github.com/subsync/subsync/state"
 )
 
@@ -33,11 +31,11 @@ func openDatabase(ctx context.Context, cfg Config) (*database, error) {
 	if cfg.DatabaseURL != "" {
 		pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 		if err != nil {
-			return nil, fmt.Errorf("connect to postgres: %w", redactURLError(err, cfg.DatabaseURL))
+			return nil, fmt.Errorf("connect to postgres: %w", secret.ScrubDSN(err, "pgx", cfg.DatabaseURL))
 		}
 		if err := pool.Ping(ctx); err != nil {
 			pool.Close()
-			return nil, fmt.Errorf("connect to postgres: %w", redactURLError(err, cfg.DatabaseURL))
+			return nil, fmt.Errorf("connect to postgres: %w", secret.ScrubDSN(err, "pgx", cfg.DatabaseURL))
 		}
 		return &database{dialect: state.Postgres, pool: pool, stateDB: stdlib.OpenDBFromPool(pool)}, nil
 	}
@@ -57,18 +55,6 @@ func openDatabase(ctx context.Context, cfg Config) (*database, error) {
 	}
 	stateDB.SetMaxOpenConns(4)
 	return &database{dialect: state.SQLite, riverDB: riverDB, stateDB: stateDB}, nil
-}
-
-// redactURLError keeps a connection error from carrying the URL's password.
-func redactURLError(err error, dbURL string) error {
-	u, perr := url.Parse(dbURL)
-	if perr != nil {
-		return errors.New("the database URL is not a valid URL")
-	}
-	if pw, ok := u.User.Password(); ok && pw != "" && strings.Contains(err.Error(), pw) {
-		return errors.New(strings.ReplaceAll(err.Error(), pw, "[REDACTED]"))
-	}
-	return err
 }
 
 // migrate applies River's migrations and subsync's, each serialised against other processes
@@ -148,6 +134,28 @@ func (d *database) resetJob(ctx context.Context, jobID int64, attempt int) (bool
 		return false, fmt.Errorf("reset job %d: %w", jobID, err)
 	}
 	return n > 0, nil
+}
+
+// queueDepth counts River's jobs by state.
+func (d *database) queueDepth(ctx context.Context) (map[string]int64, error) {
+	rows, err := d.stateDB.QueryContext(ctx, "SELECT state, COUNT(*) FROM river_job GROUP BY state")
+	if err != nil {
+		return nil, fmt.Errorf("count jobs by state: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("count jobs by state: %w", err)
+		}
+		out[st] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count jobs by state: %w", err)
+	}
+	return out, nil
 }
 
 func (d *database) close() {

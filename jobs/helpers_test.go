@@ -2,19 +2,18 @@ package jobs_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/internal/testdb"
+	"github.com/subsync/subsync/internal/testlog"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sink/sinktest"
@@ -40,7 +39,7 @@ type bundle struct {
 	emu    *sinktest.Server
 	listID int64
 	cfg    jobs.Config
-	logs   *syncBuffer
+	logs   *testlog.Buffer
 }
 
 // setup starts an emulator and prepares a fresh database of the backend (a SQLite file in
@@ -48,7 +47,7 @@ type bundle struct {
 func setup(t *testing.T, backend string, opts ...sinktest.Option) *bundle {
 	t.Helper()
 	emu := sinktest.NewServer(t, opts...)
-	b := &bundle{emu: emu, listID: emu.CreateList("Nyhetsbrev"), logs: &syncBuffer{}}
+	b := &bundle{emu: emu, listID: emu.CreateList("Nyhetsbrev"), logs: &testlog.Buffer{}}
 	b.cfg = jobs.Config{
 		DataDir:         t.TempDir(),
 		BatchesInFlight: 4,
@@ -128,24 +127,6 @@ func bulkRows(emu *sinktest.Server) (rows, requests int) {
 		}
 	}
 	return rows, requests
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers (a slog handler's output).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // waitFor polls cond every 10ms until it holds or the timeout passes.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -163,7 +164,7 @@ func (rt *Runtime) importSource(ctx context.Context, args ImportArgs, a *attempt
 	}
 	a.onFinal = append(a.onFinal, func(ctx context.Context) {
 		if err := rt.store.DeleteStaged(ctx, args.StagedFile); err != nil {
-			a.log.WarnContext(ctx, "could not delete the staged file", "error", err)
+			a.log.WarnContext(ctx, "could not delete the staged file", slog.Any("error", err))
 		}
 	})
 	dir := rt.cfg.DataDir

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/internal/testlog"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sink/sinktest"
@@ -74,7 +75,7 @@ func workerMain(raw string) int {
 // worker is a worker process started by a test.
 type worker struct {
 	cmd    *exec.Cmd
-	output *syncBuffer
+	output *testlog.Buffer
 	done   chan struct{}
 	err    error
 }
@@ -86,7 +87,7 @@ func startWorker(t *testing.T, b *bundle) *worker {
 		UserID: b.emu.User, BatchesInFlight: b.cfg.BatchesInFlight, LeaseTTL: b.cfg.LeaseTTL,
 		ShutdownTimeout: b.cfg.ShutdownTimeout})
 	require.NoError(t, err)
-	w := &worker{output: &syncBuffer{}, done: make(chan struct{})}
+	w := &worker{output: &testlog.Buffer{}, done: make(chan struct{})}
 	w.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	w.cmd.Env = append(os.Environ(), workerEnv+"="+string(raw), "SUBSYNC_API_KEY="+b.emu.Key)
 	w.cmd.Stdout, w.cmd.Stderr = w.output, w.output

@@ -33,6 +33,8 @@ type Runtime struct {
 	store    *state.Store
 	q        queue
 	metrics  *metrics
+	notify   *notifier // nil without a webhook
+	started  time.Time
 	sink     *sink.Client
 	sinkErr  error
 	workerID string
@@ -41,14 +43,20 @@ type Runtime struct {
 	working  bool          // the River client is started (by Run or Wait)
 	stopping chan struct{} // closed when the working session starts stopping
 	periodic bool          // schedules were added to the client
+
+	uiCtx    context.Context // River UI's background services run until Close
+	uiCancel context.CancelFunc
+	uiOnce   sync.Once
+	ui       http.Handler
+	uiErr    error
 }
 
 // Open opens the database (creating the SQLite file if needed), applies River's and
 // subsync's migrations, and builds the River client. Close releases it.
 func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	db, err := openDatabase(ctx, cfg)
 	if err != nil {
@@ -64,9 +72,13 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		db:       db,
 		store:    state.New(db.stateDB, db.dialect),
 		metrics:  newMetrics(),
+		notify:   newNotifier(cfg.Notify, cfg.Logger),
+		started:  time.Now(),
 		workerID: cfg.WorkerID,
 		stopping: make(chan struct{}),
 	}
+	rt.metrics.reg.MustRegister(newDBCollector(rt))
+	rt.uiCtx, rt.uiCancel = context.WithCancel(context.WithoutCancel(ctx))
 	if rt.workerID == "" {
 		rt.workerID = defaultWorkerID()
 	}
@@ -107,8 +119,8 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 // Migrate creates or upgrades the database (River's tables and subsync's) and returns.
 func Migrate(ctx context.Context, cfg Config) error {
 	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return err
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("jobs: %w", err)
 	}
 	db, err := openDatabase(ctx, cfg)
 	if err != nil {
@@ -136,14 +148,25 @@ func (rt *Runtime) WorkerID() string { return rt.workerID }
 
 // Close releases the database. Call it after Run and Wait have returned.
 func (rt *Runtime) Close() {
+	rt.uiCancel()
 	rt.db.close()
 }
 
-// Run works queued and scheduled jobs until ctx ends, serving /metrics and /healthz on
-// Config.MetricsAddr. When ctx ends it stops taking jobs, lets in-flight batches finish for
-// up to ShutdownTimeout (then cancels them), keeps their checkpoints, and returns nil: the
-// interrupted runs resume on the next start, here or on another worker.
+// Run works queued and scheduled jobs until ctx ends, serving [Runtime.Handler] (/metrics,
+// /healthz, River UI) on Config.MetricsAddr. When ctx ends it stops taking jobs, lets
+// in-flight batches finish for up to ShutdownTimeout (then cancels them), keeps their
+// checkpoints, and returns nil: the interrupted runs resume on the next start, here or on
+// another worker.
 func (rt *Runtime) Run(ctx context.Context) error {
+	return rt.RunServing(ctx, nil)
+}
+
+// RunServing is Run serving h on Config.MetricsAddr instead of Handler (nil = Handler); h
+// usually wraps Handler, as subsync's web pages do.
+func (rt *Runtime) RunServing(ctx context.Context, h http.Handler) error {
+	if h == nil {
+		h = rt.Handler()
+	}
 	if rt.sinkErr != nil {
 		return fmt.Errorf("subscriber service client: %w", rt.sinkErr)
 	}
@@ -153,7 +176,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("listen for metrics on %s: %w", rt.cfg.MetricsAddr, err)
 		}
-		srv = &http.Server{Handler: rt.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		rt.log.InfoContext(ctx, "serving metrics", slog.String("addr", ln.Addr().String()))
 	}
@@ -254,6 +277,9 @@ func (rt *Runtime) sweep(ctx context.Context) {
 	for {
 		if err := rt.sweepOnce(ctx); err != nil && ctx.Err() == nil {
 			rt.log.WarnContext(ctx, "lease sweep failed", slog.Any("error", err))
+		}
+		if err := rt.checkMissed(ctx, rt.started, time.Now()); err != nil && ctx.Err() == nil {
+			rt.log.WarnContext(ctx, "missed schedule check failed", slog.Any("error", err))
 		}
 		select {
 		case <-ctx.Done():

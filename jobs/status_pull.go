@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -113,7 +114,7 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 			if err != nil {
 				return err
 			}
-			a.log.InfoContext(ctx, "reconciled the suppression list", "found", len(found), "new", n)
+			a.log.InfoContext(ctx, "reconciled the suppression list", slog.Int("found", len(found)), slog.Int("new", n))
 			read += n
 			added += n
 		}
@@ -122,8 +123,8 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 			Position: int64(read), Delta: delta}); err != nil {
 			return err
 		}
-		rt.metrics.addCounts(KindStatusPull, delta)
-		a.log.InfoContext(ctx, "status changes pulled", "fetched", len(changes), "new", added)
+		rt.metrics.addCounts(KindStatusPull, "", delta)
+		a.log.InfoContext(ctx, "status changes pulled", slog.Int("fetched", len(changes)), slog.Int("new", added))
 		if err := rt.store.AdvanceStatusCursor(ctx, statusCursor, to); err != nil {
 			return err
 		}
@@ -138,16 +139,15 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 				Position: int64(read), Delta: d}); err != nil {
 				return err
 			}
-			rt.metrics.addCounts(KindStatusPull, d)
-			a.log.InfoContext(ctx, "status changes written back", "target", target, "changes", written)
+			rt.metrics.addCounts(KindStatusPull, "", d)
+			a.log.InfoContext(ctx, "status changes written back", slog.String("target", target), slog.Int("changes", written))
 		}
 		if werr != nil {
 			if ctx.Err() != nil {
 				return werr
 			}
-			a.warning = fmt.Sprintf("%s failed; the changes stay pending and are retried on the next pull: %v",
-				rt.cfg.StatusPull.WriteBack, werr)
-			a.log.WarnContext(ctx, "status write-back failed; retried on the next pull", "target", target, "error", werr)
+			a.warning = fmt.Sprintf("%s failed; %s: %v", rt.cfg.StatusPull.WriteBack, writeBackFailedNote, werr)
+			a.log.WarnContext(ctx, "status write-back failed; retried on the next pull", slog.String("target", target), slog.Any("error", werr))
 		}
 		return nil
 	})

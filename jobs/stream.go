@@ -143,10 +143,10 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 	if err := rt.store.SetTotals(ctx, a.run.ID, a.owner, pr.TotalRows, pr.TotalBytes); err != nil {
 		return "", err
 	}
-	kind := a.run.Kind
+	kind, sync := a.run.Kind, syncLabel(a.run.Kind, a.run.Name)
 	p.runID, p.owner = a.run.ID, a.owner
 	p.stopping = rt.stoppingChan()
-	p.onCommit = func(c state.Counts) { rt.metrics.addCounts(kind, c) }
+	p.onCommit = func(c state.Counts) { rt.metrics.addCounts(kind, sync, c) }
 	if err := p.run(ctx, a.run.Position); err != nil {
 		return "", err
 	}

@@ -3,20 +3,16 @@ package jobs
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
-
+	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
 
@@ -32,150 +28,45 @@ const (
 
 var writeBackParams = []string{ParamEmail, ParamStatus, ParamStatusMobile, ParamChangedAt, ParamSubscriberID, ParamListID}
 
-// writeBackDriver returns the database/sql driver name for a configured driver, "" when
-// unknown.
-func writeBackDriver(d string) string {
-	switch d {
-	case "pgx", "postgres", "postgresql":
-		return "pgx"
-	case "mysql", "sqlite":
-		return d
-	}
-	return ""
-}
-
 // CheckWriteBackStatement checks a sql write-back statement: it must use at least one named
 // parameter, only those listed above (:email, :status, :status_mobile, :changed_at,
 // :subscriber_id, :list_id), and no positional placeholders (?, $1). Parameters are
 // recognised outside quoted strings, quoted identifiers and comments; a Postgres cast
 // (::timestamptz) is not a parameter.
 func CheckWriteBackStatement(stmt string) error {
-	_, err := bindNamed(stmt, "pgx")
+	_, err := sources.BindSQL("pgx", stmt, writeBackParams)
 	if err == nil {
-		_, err = bindNamed(stmt, "mysql")
+		_, err = sources.BindSQL("mysql", stmt, writeBackParams)
 	}
 	return err
 }
 
-// namedStatement is a write-back statement rewritten for one driver: its query, and the
-// named parameter behind each placeholder, in order.
-type namedStatement struct {
-	query  string
-	params []string
+// changeRows are the changes of one write-back, as the statement's rows.
+type changeRows []state.WriteBack
+
+func (r changeRows) Len() int { return len(r) }
+
+func (r changeRows) Describe(i int) string {
+	return "write back " + r[i].Change.Email + " " + r[i].Change.Status
 }
 
-// bindNamed rewrites the :name parameters of stmt to the driver's placeholders: $1, $2 … for
-// pgx (a name used twice keeps its number), ? for mysql and sqlite (one per use).
-func bindNamed(stmt, driver string) (namedStatement, error) {
-	if strings.TrimSpace(stmt) == "" {
-		return namedStatement{}, errors.New("the statement is empty")
+func (r changeRows) Arg(i int, name string) any {
+	c := r[i].Change
+	switch name {
+	case ParamEmail:
+		return c.Email
+	case ParamStatus:
+		return c.Status
+	case ParamStatusMobile:
+		return c.StatusMobile
+	case ParamChangedAt:
+		return c.ChangedAt.UTC()
+	case ParamSubscriberID:
+		return c.SubscriberID
+	case ParamListID:
+		return c.ListID
 	}
-	var b strings.Builder
-	var ns namedStatement
-	numbers := map[string]int{}
-	mysqlEscapes := driver == "mysql"
-	isWord := func(c byte, first bool) bool {
-		return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || !first && c >= '0' && c <= '9'
-	}
-	for i := 0; i < len(stmt); {
-		c := stmt[i]
-		switch {
-		case c == '\'' || c == '"' || c == '`':
-			// A quoted string or identifier, doubled quotes inside (and backslash escapes in
-			// MySQL strings).
-			j := i + 1
-			for j < len(stmt) {
-				if mysqlEscapes && c != '`' && stmt[j] == '\\' {
-					j += 2
-					continue
-				}
-				if stmt[j] == c {
-					if j+1 < len(stmt) && stmt[j+1] == c {
-						j += 2
-						continue
-					}
-					break
-				}
-				j++
-			}
-			if j >= len(stmt) {
-				return namedStatement{}, fmt.Errorf("unterminated %c quote at byte %d", c, i)
-			}
-			b.WriteString(stmt[i : j+1])
-			i = j + 1
-		case c == '-' && i+1 < len(stmt) && stmt[i+1] == '-':
-			j := strings.IndexByte(stmt[i:], '\n')
-			if j < 0 {
-				j = len(stmt) - i
-			}
-			b.WriteString(stmt[i : i+j])
-			i += j
-		case c == '/' && i+1 < len(stmt) && stmt[i+1] == '*':
-			j := strings.Index(stmt[i+2:], "*/")
-			if j < 0 {
-				return namedStatement{}, fmt.Errorf("unterminated comment at byte %d", i)
-			}
-			b.WriteString(stmt[i : i+2+j+2])
-			i += 2 + j + 2
-		case c == ':' && i+1 < len(stmt) && stmt[i+1] == ':':
-			b.WriteString("::")
-			i += 2
-		case c == ':' && i+1 < len(stmt) && isWord(stmt[i+1], true):
-			j := i + 1
-			for j < len(stmt) && isWord(stmt[j], false) {
-				j++
-			}
-			name := stmt[i+1 : j]
-			if !slices.Contains(writeBackParams, name) {
-				return namedStatement{}, fmt.Errorf("unknown parameter :%s (want :%s)", name, strings.Join(writeBackParams, ", :"))
-			}
-			if driver == "pgx" {
-				n, ok := numbers[name]
-				if !ok {
-					ns.params = append(ns.params, name)
-					n = len(ns.params)
-					numbers[name] = n
-				}
-				b.WriteString("$" + strconv.Itoa(n))
-			} else {
-				ns.params = append(ns.params, name)
-				b.WriteByte('?')
-			}
-			i = j
-		case c == '?' || c == '$' && i+1 < len(stmt) && stmt[i+1] >= '0' && stmt[i+1] <= '9':
-			return namedStatement{}, fmt.Errorf("positional placeholder %q at byte %d: name the parameters (:email, :status, …)", c, i)
-		default:
-			b.WriteByte(c)
-			i++
-		}
-	}
-	if len(ns.params) == 0 {
-		return namedStatement{}, errors.New("the statement uses no parameter: name at least :email (or :subscriber_id)")
-	}
-	ns.query = b.String()
-	return ns, nil
-}
-
-// args returns the statement's arguments for one change.
-func (ns namedStatement) args(c state.StatusChange) []any {
-	out := make([]any, len(ns.params))
-	for i, p := range ns.params {
-		switch p {
-		case ParamEmail:
-			out[i] = c.Email
-		case ParamStatus:
-			out[i] = c.Status
-		case ParamStatusMobile:
-			out[i] = c.StatusMobile
-		case ParamChangedAt:
-			out[i] = c.ChangedAt.UTC()
-		case ParamSubscriberID:
-			out[i] = c.SubscriberID
-		case ParamListID:
-			out[i] = c.ListID
-		}
-	}
-	return out
+	return nil
 }
 
 // writeBacker writes status changes back to a source. write applies all of them, or none.
@@ -189,54 +80,27 @@ func newWriteBacker(spec WriteBackSpec) (writeBacker, error) {
 	case "":
 		return nil, nil
 	case WriteBackSQL:
-		driver := writeBackDriver(spec.Driver)
-		ns, err := bindNamed(spec.Statement, driver)
+		stmt, err := sources.BindSQL(spec.Driver, spec.Statement, writeBackParams)
 		if err != nil {
 			return nil, fmt.Errorf("write-back statement: %w", err)
 		}
-		return &sqlWriteBack{driver: driver, dsn: spec.DSN, stmt: ns}, nil
+		return &sqlWriteBack{dsn: spec.DSN, stmt: stmt}, nil
 	case WriteBackCSV:
 		return &csvWriteBack{path: spec.Path}, nil
 	}
 	return nil, fmt.Errorf("write-back kind %q: want %q or %q", spec.Kind, WriteBackSQL, WriteBackCSV)
 }
 
-// sqlWriteBack runs the configured statement once per change, in one transaction.
+// sqlWriteBack runs the configured statement once per change, in one transaction (see
+// sources.ExecSQL).
 type sqlWriteBack struct {
-	driver, dsn string
-	stmt        namedStatement
+	dsn  string
+	stmt sources.SQLStatement
 }
 
 func (w *sqlWriteBack) write(ctx context.Context, wbs []state.WriteBack) error {
-	if err := w.writeTx(ctx, wbs); err != nil {
-		return scrubDSN(err, w.driver, w.dsn)
-	}
-	return nil
-}
-
-func (w *sqlWriteBack) writeTx(ctx context.Context, wbs []state.WriteBack) error {
-	db, err := sql.Open(w.driver, w.dsn)
-	if err != nil {
-		return fmt.Errorf("open the write-back database: %w", err)
-	}
-	defer db.Close()
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("connect to the write-back database: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	stmt, err := tx.PrepareContext(ctx, w.stmt.query)
-	if err != nil {
-		return fmt.Errorf("prepare the write-back statement: %w", err)
-	}
-	defer stmt.Close()
-	for _, wb := range wbs {
-		if _, err := stmt.ExecContext(ctx, w.stmt.args(wb.Change)...); err != nil {
-			return fmt.Errorf("write back %s %s: %w", wb.Change.Email, wb.Change.Status, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit the write-back: %w", err)
+	if err := sources.ExecSQL(ctx, w.dsn, w.stmt, changeRows(wbs)); err != nil {
+		return fmt.Errorf("sql write-back: %w", err)
 	}
 	return nil
 }
@@ -286,45 +150,6 @@ func (w *csvWriteBack) write(_ context.Context, wbs []state.WriteBack) error {
 	return nil
 }
 
-// scrubDSN returns err with the DSN and its password removed from the message (a driver may
-// quote either). The result does not wrap err when it had to be rewritten.
-func scrubDSN(err error, driver, dsn string) error {
-	if err == nil || dsn == "" {
-		return err
-	}
-	secrets := []string{dsn}
-	if pw := dsnPassword(driver, dsn); pw != "" {
-		secrets = append(secrets, pw)
-	}
-	msg := err.Error()
-	leak := false
-	for _, s := range secrets {
-		if strings.Contains(msg, s) {
-			leak = true
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
-		}
-	}
-	if !leak {
-		return err
-	}
-	return errors.New(msg)
-}
-
-// dsnPassword returns the password of a DSN as its driver reads it, or "".
-func dsnPassword(driver, dsn string) string {
-	switch driver {
-	case "pgx":
-		if cfg, err := pgx.ParseConfig(dsn); err == nil {
-			return cfg.Password
-		}
-	case "mysql":
-		if cfg, err := mysql.ParseDSN(dsn); err == nil {
-			return cfg.Passwd
-		}
-	}
-	return ""
-}
-
 // writeBackMax is how many pending write-backs one write (one SQL transaction) carries; a
 // pull with more writes them in several.
 const writeBackMax = 100_000
@@ -354,8 +179,8 @@ func (rt *Runtime) writeBack(ctx context.Context, wb writeBacker, target string)
 			return written, errors.Join(werr, err)
 		}
 		written += len(pending)
-		rt.log.DebugContext(ctx, "status changes written back", "target", target, "changes", len(pending),
-			"duration", time.Since(started))
+		rt.log.DebugContext(ctx, "status changes written back", slog.String("target", target), slog.Int("changes", len(pending)),
+			slog.Duration("duration", time.Since(started)))
 		if len(pending) < writeBackMax {
 			return written, nil
 		}

@@ -257,12 +257,12 @@ func TestMapShortRecordReadsEmptyCells(t *testing.T) {
 func TestRejectFromRowError(t *testing.T) {
 	t.Parallel()
 	rec := sources.Record{Ordinal: 3, Line: 9, Sheet: "Ark1", Values: []string{"a@b.no", "Ola"}}
-	rej := RejectFromRowError(rec, &sources.RowError{Line: 9, Sheet: "Ark1", Column: 2, Message: "the cell cannot be decoded"})
+	rej := RejectFromRowError(rec, &sources.RowError{Line: 9, Sheet: "Ark1", Column: 2, Err: errors.New("the cell cannot be decoded")})
 	require.Equal(t, Reject{Ordinal: 3, Line: 9, Sheet: "Ark1", Value: "Ola", Code: CodeRowUnreadable, Message: "the cell cannot be decoded (column 2)"}, rej)
 	require.Equal(t, `sheet "Ark1" row 9: row_unreadable: the cell cannot be decoded (column 2)`, rej.Error())
 
 	m := mustCompile(t, `columns = { Email = "email", Navn = "firstname" }`, []string{"Email", "Navn"}, Fields{})
-	rej = m.RejectRow(rec, &sources.RowError{Line: 9, Column: 2, Message: "bad quote"})
+	rej = m.RejectRow(rec, &sources.RowError{Line: 9, Column: 2, Err: errors.New("bad quote")})
 	require.Equal(t, "Navn", rej.Column)
 	rej = RejectFromRowError(sources.Record{Ordinal: 4}, &sources.RowError{Line: 12})
 	require.Equal(t, 12, rej.Line)

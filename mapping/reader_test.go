@@ -61,7 +61,7 @@ func (c *csvReader) Next(ctx context.Context) (sources.Record, error) {
 	c.n++
 	rec := sources.Record{Ordinal: c.n, Line: line, Values: values}
 	if len(values) != len(c.header) {
-		return rec, &sources.RowError{Line: line, Message: fmt.Sprintf("the row has %d cells, the header %d", len(values), len(c.header))}
+		return rec, &sources.RowError{Line: line, Err: fmt.Errorf("the row has %d cells, the header %d", len(values), len(c.header))}
 	}
 	return rec, nil
 }

@@ -1,9 +1,12 @@
 package mapping
 
 import (
+	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/state"
 )
 
 // Reject codes. They are stable: run history, exported reject files and scripts rely on them.
@@ -17,10 +20,10 @@ const (
 	CodeInvalidConsent  = "invalid_consent"  // a consent field is neither yes nor no
 	CodeInvalidGender   = "invalid_gender"   // a gender subsync does not recognise
 	CodeInvalidStatus   = "invalid_status"   // a status other than active, unsubscribed or bounce
-	CodeInvalidEncoding = "invalid_encoding" // a value is not valid UTF-8 (the file's encoding is wrong)
-	CodeTooLong         = "too_long"         // a value longer than its field allows; never truncated
+	CodeInvalidEncoding = "invalid_encoding" // a value is not valid UTF-8 (the file's encoding is wrong), or binary data
+	CodeTooLong         = "too_long"         // a value longer than its field allows (or a line over the reader's limit); never truncated
 	CodeDuplicateEmail  = "duplicate_email"  // a second row for an e-mail address (duplicates = "reject")
-	CodeRowUnreadable   = "row_unreadable"   // the source could not read the row (a *sources.RowError)
+	CodeRowUnreadable   = "row_unreadable"   // the source could not read the row (a *sources.RowError of another cause)
 )
 
 // maxRejectValue is how many characters of a rejected value a Reject keeps.
@@ -49,18 +52,19 @@ func (r *Reject) Error() string {
 	return where + ": " + r.Code + ": " + r.Message
 }
 
-// RejectFromRowError turns a row the source could not read into a reject (row_unreadable).
-// rec is the Record returned with the error (its Ordinal and Line are set).
+// RejectFromRowError turns a row the source could not read into a reject. rec is the Record
+// returned with the error (its Ordinal and Line are set). The code comes from the error's
+// cause (see rowErrorCode).
 func RejectFromRowError(rec sources.Record, err *sources.RowError) Reject {
-	r := Reject{Ordinal: rec.Ordinal, Line: rec.Line, Sheet: rec.Sheet, Code: CodeRowUnreadable, Message: err.Message}
+	r := Reject{Ordinal: rec.Ordinal, Line: rec.Line, Sheet: rec.Sheet, Code: rowErrorCode(err), Message: "the row could not be read"}
+	if err.Err != nil {
+		r.Message = err.Err.Error()
+	}
 	if r.Line == 0 {
 		r.Line = err.Line
 	}
 	if r.Sheet == "" {
 		r.Sheet = err.Sheet
-	}
-	if r.Message == "" {
-		r.Message = "the row could not be read"
 	}
 	if err.Column > 0 {
 		r.Message += " (column " + strconv.Itoa(err.Column) + ")"
@@ -69,4 +73,25 @@ func RejectFromRowError(rec sources.Record, err *sources.RowError) Reject {
 		}
 	}
 	return r
+}
+
+// rowErrorCode is the reject code of a row error's cause: a cell in the wrong encoding (or
+// binary data) is invalid_encoding, a line over the reader's limit too_long, anything else
+// row_unreadable.
+func rowErrorCode(err *sources.RowError) string {
+	switch {
+	case errors.Is(err, sources.ErrInvalidUTF8), errors.Is(err, sources.ErrBinary):
+		return CodeInvalidEncoding
+	case errors.Is(err, sources.ErrLineTooLong):
+		return CodeTooLong
+	}
+	return CodeRowUnreadable
+}
+
+// Record is the reject as the run history keeps it (state.Reject): the one conversion of a
+// mapping reject. Value is copied, for it may be a value mapping made in a chunk's Arena,
+// and the record outlives the chunk.
+func (r *Reject) Record() state.Reject {
+	return state.Reject{Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Column: r.Column,
+		Value: strings.Clone(r.Value), Code: r.Code, Reason: r.Message}
 }

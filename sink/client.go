@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -19,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/subsync/subsync/internal/secret"
 	"golang.org/x/time/rate"
 )
 
@@ -39,36 +39,18 @@ type Client struct {
 	auth      string // Authorization header value
 	userAgent string
 	log       *slog.Logger
-	redactor  *strings.Replacer
+	masker    *secret.Masker
 }
 
 // New checks cfg, fills its defaults and returns a Client. Errors wrap [ErrInvalidConfig]
 // and never contain the API key.
 func New(cfg Config) (*Client, error) {
-	if cfg.RequestsPerSecond == 0 {
-		cfg.RequestsPerSecond = DefaultRequestsPerSecond
-	}
-	cfg.MaxInFlight = cmp.Or(cfg.MaxInFlight, DefaultMaxInFlight)
-	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
-	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts)
-	cfg.MaxRetryTime = cmp.Or(cfg.MaxRetryTime, DefaultMaxRetryTime)
-	cfg.RetryAfterCap = cmp.Or(cfg.RetryAfterCap, DefaultRetryAfterCap)
-	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, DefaultBackoffBase)
-	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, DefaultBackoffMax)
-	cfg.Version = cmp.Or(cfg.Version, DefaultVersion)
-	if err := cfg.validate(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := errors.Join(cfg.Validate(), cfg.CheckCredentials()); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	baseURL, err := rootURL("api.base_url", cfg.BaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	var legacyURL string
-	if cfg.LegacyBaseURL != "" {
-		if legacyURL, err = rootURL("api.legacy_base_url", cfg.LegacyBaseURL); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
-	}
+	baseURL := strings.TrimRight(cfg.BaseURL, "/")
+	legacyURL := strings.TrimRight(cfg.LegacyBaseURL, "/")
 	httpClient := cfg.HTTPClient
 	if httpClient == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -94,46 +76,8 @@ func New(cfg Config) (*Client, error) {
 	}
 	token := base64.StdEncoding.EncodeToString([]byte(cfg.UserID + ":" + cfg.APIKey))
 	c.auth = "Basic " + token
-	c.redactor = strings.NewReplacer(token, redacted, cfg.APIKey, redacted)
+	c.masker = secret.BasicAuth(token, cfg.APIKey)
 	return c, nil
-}
-
-func (cfg *Config) validate() error {
-	switch {
-	case cfg.BaseURL == "":
-		return errors.New("api.base_url is empty")
-	case cfg.UserID == "":
-		return errors.New("api.user_id is empty")
-	case cfg.APIKey == "":
-		return errors.New("the API key is empty (set SUBSYNC_API_KEY)")
-	case cfg.MaxInFlight < 0:
-		return fmt.Errorf("max in-flight requests is %d, want at least 1", cfg.MaxInFlight)
-	case cfg.Timeout < 0 || cfg.MaxRetryTime < 0 || cfg.RetryAfterCap < 0 || cfg.BackoffBase < 0 || cfg.BackoffMax < 0:
-		return errors.New("timeouts and retry durations must not be negative")
-	case cfg.MaxAttempts < 0:
-		return fmt.Errorf("max attempts is %d, want at least 1", cfg.MaxAttempts)
-	}
-	return nil
-}
-
-// rootURL checks a base URL and returns it without a trailing slash. The URL itself is not
-// quoted in errors, in case it holds credentials.
-func rootURL(key, raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("%s is not a valid URL", key)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("%s must start with https:// (or http://)", key)
-	case u.Host == "":
-		return "", fmt.Errorf("%s has no host", key)
-	case u.User != nil:
-		return "", fmt.Errorf("%s must not hold credentials: set the user id and API key instead", key)
-	case u.RawQuery != "" || u.Fragment != "":
-		return "", fmt.Errorf("%s must not have a query or fragment", key)
-	}
-	return strings.TrimRight(u.String(), "/"), nil
 }
 
 // call describes one logical request (all its attempts).
@@ -378,7 +322,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 }
 
 // redact removes the API key and the Basic credentials from text taken from a response.
-func (c *Client) redact(s string) string { return c.redactor.Replace(s) }
+func (c *Client) redact(s string) string { return c.masker.String(s) }
 
 // replayBody hands out readers over one request body, one per attempt, and can revoke them
 // all so the bytes may be reused once the call is over, even if a transport goroutine still

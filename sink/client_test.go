@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/internal/testlog"
 	"github.com/subsync/subsync/sink"
 )
 
@@ -689,12 +690,15 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		mutate  func(*sink.Config)
 		wantErr string
 	}{
-		{"no base url", func(c *sink.Config) { c.BaseURL = "" }, "api.base_url is empty"},
-		{"no user", func(c *sink.Config) { c.UserID = "" }, "api.user_id is empty"},
-		{"no key", func(c *sink.Config) { c.APIKey = "" }, "API key is empty"},
-		{"credentials in url", func(c *sink.Config) { c.BaseURL = "https://u:" + testKey + "@example.com/v2" }, "api.base_url must not hold credentials"},
-		{"bad scheme", func(c *sink.Config) { c.BaseURL = "ftp://example.com" }, "api.base_url must start with https://"},
-		{"bad legacy", func(c *sink.Config) { c.LegacyBaseURL = "example.com/v3" }, "api.legacy_base_url must start with https://"},
+		{"no base url", func(c *sink.Config) { c.BaseURL = "" }, "BaseURL: missing"},
+		{"no user", func(c *sink.Config) { c.UserID = "" }, "UserID: missing"},
+		{"no key", func(c *sink.Config) { c.APIKey = "" }, "APIKey: missing"},
+		{"credentials in url", func(c *sink.Config) { c.BaseURL = "https://u:" + testKey + "@example.com/v2" }, "credentials do not belong in the URL"},
+		{"bad scheme", func(c *sink.Config) { c.BaseURL = "ftp://example.com" }, `BaseURL: "ftp://example.com": want an absolute https:// URL`},
+		{"bad legacy", func(c *sink.Config) { c.LegacyBaseURL = "example.com/v3" }, `LegacyBaseURL: "example.com/v3": want an absolute https:// URL`},
+		{"query", func(c *sink.Config) { c.BaseURL = "https://example.com/v2?x=1" }, "BaseURL: \"https://example.com/v2?x=1\": must not have a query or a fragment"},
+		{"plain http", func(c *sink.Config) { c.BaseURL = "http://example.com/v2" }, "plain http is refused for a non-loopback host"},
+		{"negative timeout", func(c *sink.Config) { c.Timeout = -time.Second }, `Timeout: "-1s": must be positive`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -710,24 +714,6 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 	_, err := sink.New(good)
 	require.NoError(t, err)
-}
-
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestAPIKeyNeverLeaks(t *testing.T) {
@@ -757,7 +743,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 			writeJSON(w, 404, fmt.Sprintf(`{"status":"404 Not found","message":"%s"}`, token))
 		}
 	})
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := wr.client(t, func(cfg *sink.Config) { cfg.Logger = logger; cfg.MaxAttempts = 2 })
 	ctx := t.Context()
@@ -798,7 +784,28 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		require.NotContains(t, s, token)
 	}
 	require.Contains(t, logs.String(), "retrying", "the retries were logged")
-	require.Contains(t, res.Rejects[0].Reason, "[REDACTED]")
+	require.Contains(t, res.Rejects[0].Reason, "xxxxx")
+}
+
+// TestUnpaddedTokenNeverLeaks: a service that echoes the Basic token without its '='
+// padding does not get it into an error (issue 19, point 8).
+func TestUnpaddedTokenNeverLeaks(t *testing.T) {
+	t.Parallel()
+	token := base64.StdEncoding.EncodeToString([]byte(testUser + ":" + testKey))
+	require.True(t, strings.HasSuffix(token, "="), "the test needs a padded token")
+	unpadded := strings.TrimRight(token, "=")
+	wr := newWire(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		writeJSON(w, 401, fmt.Sprintf(`{"status":"401 Unauthorized","message":"bad token %s"}`, unpadded))
+	})
+	c := wr.client(t)
+	_, err := c.Lists(t.Context())
+	require.Error(t, err)
+	var apiErr *sink.APIError
+	require.ErrorAs(t, err, &apiErr)
+	for _, s := range []string{err.Error(), apiErr.Body, apiErr.Message, apiErr.Status} {
+		require.NotContains(t, s, unpadded)
+	}
+	require.Contains(t, apiErr.Message, "bad token xxxxx")
 }
 
 func TestConfigLogValueRedacts(t *testing.T) {
@@ -807,6 +814,6 @@ func TestConfigLogValueRedacts(t *testing.T) {
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
 	logger.Info("start", "api", sink.Config{BaseURL: "https://x", UserID: "u", APIKey: testKey})
 	require.NotContains(t, buf.String(), testKey)
-	require.Contains(t, buf.String(), `"api_key":"[REDACTED]"`)
+	require.Contains(t, buf.String(), `"api_key":"xxxxx"`)
 	require.True(t, strings.Contains(buf.String(), `"user_id":"u"`))
 }

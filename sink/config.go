@@ -2,6 +2,7 @@ package sink
 
 import (
 	"fmt"
+	"github.com/subsync/subsync/internal/secret"
 	"log/slog"
 	"net/http"
 	"time"
@@ -9,21 +10,21 @@ import (
 
 // Defaults applied by [New] to zero fields of [Config].
 const (
-	DefaultRequestsPerSecond = 5.0
-	DefaultMaxInFlight       = 4
-	DefaultTimeout           = 30 * time.Second
-	DefaultMaxAttempts       = 8
-	DefaultMaxRetryTime      = 5 * time.Minute
-	DefaultRetryAfterCap     = 60 * time.Second
-	DefaultBackoffBase       = 250 * time.Millisecond
-	DefaultBackoffMax        = 20 * time.Second
-	DefaultVersion           = "dev"
+	RequestsPerSecondDefault = 5.0
+	MaxInFlightDefault       = 4
+	TimeoutDefault           = 30 * time.Second
+	MaxAttemptsDefault       = 8
+	MaxRetryTimeDefault      = 5 * time.Minute
+	RetryAfterCapDefault     = 60 * time.Second
+	BackoffBaseDefault       = 250 * time.Millisecond
+	BackoffMaxDefault        = 20 * time.Second
+	VersionDefault           = "dev"
 )
 
 // MaxResponseBytes caps the size of a response body the client reads.
 const MaxResponseBytes = 8 << 20
 
-// Config configures a [Client]. Zero fields take the Default* values.
+// Config configures a [Client]. Zero fields take the *Default values.
 type Config struct {
 	// BaseURL is the root of the current (v2) interface including its version prefix,
 	// e.g. https://subscribers.dialogapi.no/api/public/v2. Required.
@@ -36,24 +37,24 @@ type Config struct {
 	// APIKey is the Basic auth password. Required. It is never printed: see [Config.String].
 	APIKey string
 	// RequestsPerSecond limits the rate of HTTP attempts (retries included).
-	// 0 means DefaultRequestsPerSecond; a negative value means unlimited.
+	// 0 means RequestsPerSecondDefault; a negative value means unlimited.
 	RequestsPerSecond float64
-	// MaxInFlight limits concurrent HTTP attempts. 0 means DefaultMaxInFlight.
+	// MaxInFlight limits concurrent HTTP attempts. 0 means MaxInFlightDefault.
 	MaxInFlight int
-	// Timeout bounds one HTTP attempt, reading the response included. 0 means DefaultTimeout.
+	// Timeout bounds one HTTP attempt, reading the response included. 0 means TimeoutDefault.
 	Timeout time.Duration
-	// MaxAttempts bounds the attempts of one call (1 = no retry). 0 means DefaultMaxAttempts.
+	// MaxAttempts bounds the attempts of one call (1 = no retry). 0 means MaxAttemptsDefault.
 	MaxAttempts int
 	// MaxRetryTime is the time budget of one call, retries included: a wait that would end
-	// past it is not started. 0 means DefaultMaxRetryTime.
+	// past it is not started. 0 means MaxRetryTimeDefault.
 	MaxRetryTime time.Duration
 	// RetryAfterCap is the longest Retry-After waited for inside the client. A longer one
 	// ends the call with an *APIError whose RetryAfter is set (a job snoozes for it).
-	// 0 means DefaultRetryAfterCap.
+	// 0 means RetryAfterCapDefault.
 	RetryAfterCap time.Duration
 	// BackoffBase and BackoffMax shape the exponential backoff between retries without a
 	// Retry-After: attempt n waits a uniformly random time in [0, min(BackoffMax,
-	// BackoffBase·2^(n-1))) ("full jitter"). 0 means DefaultBackoffBase / DefaultBackoffMax.
+	// BackoffBase·2^(n-1))) ("full jitter"). 0 means BackoffBaseDefault / BackoffMaxDefault.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	// HTTPClient sends the requests. nil means a client with its own transport sized for
@@ -61,7 +62,7 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives a warning per retried attempt. nil discards.
 	Logger *slog.Logger
-	// Version goes into the User-Agent "subsync/<version>". Empty means DefaultVersion.
+	// Version goes into the User-Agent "subsync/<version>". Empty means VersionDefault.
 	Version string
 	// Observer, when set, is called once per HTTP attempt (for metrics). It must be fast and
 	// safe for concurrent use.
@@ -87,7 +88,7 @@ type ResponseInfo struct {
 // String describes the configuration with the API key redacted.
 func (c Config) String() string {
 	return fmt.Sprintf("sink.Config{BaseURL:%q LegacyBaseURL:%q UserID:%q APIKey:%s RequestsPerSecond:%g MaxInFlight:%d Timeout:%s MaxAttempts:%d MaxRetryTime:%s RetryAfterCap:%s Version:%q}",
-		c.BaseURL, c.LegacyBaseURL, c.UserID, redactedMark(c.APIKey), c.RequestsPerSecond, c.MaxInFlight,
+		c.BaseURL, c.LegacyBaseURL, c.UserID, secret.Mark(c.APIKey), c.RequestsPerSecond, c.MaxInFlight,
 		c.Timeout, c.MaxAttempts, c.MaxRetryTime, c.RetryAfterCap, c.Version)
 }
 
@@ -109,7 +110,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("base_url", c.BaseURL),
 		slog.String("legacy_base_url", c.LegacyBaseURL),
 		slog.String("user_id", c.UserID),
-		slog.String("api_key", redactedMark(c.APIKey)),
+		slog.String("api_key", secret.Mark(c.APIKey)),
 		slog.Float64("requests_per_second", c.RequestsPerSecond),
 		slog.Int("max_in_flight", c.MaxInFlight),
 		slog.Duration("timeout", c.Timeout),
@@ -118,12 +119,3 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("retry_after_cap", c.RetryAfterCap),
 	)
 }
-
-func redactedMark(secret string) string {
-	if secret == "" {
-		return `""`
-	}
-	return redacted
-}
-
-const redacted = "[REDACTED]"

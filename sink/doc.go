@@ -31,8 +31,9 @@
 //
 // The API key is never part of an error, a log line or a panic: [Config] redacts it in
 // String and LogValue, base URLs holding credentials are refused by [New], and any text
-// taken from a response (status, message, body excerpt) has the key and the Basic
-// credentials replaced by "[REDACTED]" before it reaches an error.
+// taken from a response (status, message, body excerpt) has the key and the Basic token
+// (with or without its '=' padding) replaced by the one marker of subsync's masking, xxxxx,
+// before it reaches an error.
 //
 // # Bulk insert
 //

@@ -272,7 +272,7 @@ func (r *CSVReader) readHeader(ctx context.Context, headerRow int) error {
 			return err
 		}
 		if rowErr != nil {
-			return fmt.Errorf("%w: line %d: %s", ErrNoHeader, start, rowErr.Message)
+			return fmt.Errorf("%w: line %d: %s", ErrNoHeader, start, rowErr.Err)
 		}
 		if allBlank(fields) {
 			if headerRow > 0 {
@@ -359,10 +359,10 @@ func (r *CSVReader) check(rec *Record) *RowError {
 	if !r.cellsClean() {
 		for i, v := range rec.Values {
 			if strings.IndexByte(v, 0) >= 0 {
-				return &RowError{Line: rec.Line, Column: i + 1, Message: "contains a NUL byte (binary data?)"}
+				return &RowError{Line: rec.Line, Column: i + 1, Err: because(ErrBinary, "contains a NUL byte (binary data?)")}
 			}
 			if r.utf8 && !utf8.ValidString(v) {
-				return &RowError{Line: rec.Line, Column: i + 1, Message: "is not valid UTF-8 (set the encoding of the file)"}
+				return &RowError{Line: rec.Line, Column: i + 1, Err: because(ErrInvalidUTF8, "is not valid UTF-8 (set the encoding of the file)")}
 			}
 		}
 	}
@@ -376,7 +376,7 @@ func (r *CSVReader) check(rec *Record) *RowError {
 		if n > len(r.header) {
 			col = len(r.header) + 1
 		}
-		return &RowError{Line: rec.Line, Column: col, Message: fmt.Sprintf("has %d fields, the header has %d", n, len(r.header))}
+		return &RowError{Line: rec.Line, Column: col, Err: because(ErrFieldCount, "has %d fields, the header has %d", n, len(r.header))}
 	}
 	return nil
 }
@@ -403,7 +403,7 @@ func (r *CSVReader) readRecord() (fields []string, start int, rowErr *RowError, 
 	}
 	start = l.no
 	if l.tooLong {
-		return nil, start, &RowError{Line: start, Message: fmt.Sprintf("the line is longer than %d bytes", r.max)}, nil
+		return nil, start, &RowError{Line: start, Err: because(ErrLineTooLong, "the line is longer than %d bytes", r.max)}, nil
 	}
 	if bytes.IndexByte(l.text, '"') < 0 {
 		// No quote on the line, as on most: the cells are the parts between delimiters.
@@ -412,10 +412,10 @@ func (r *CSVReader) readRecord() (fields []string, start int, rowErr *RowError, 
 	}
 	r.buf, r.ends, r.cont = r.buf[:0], r.ends[:0], r.cont[:0]
 	text, i := l.text, 0
-	fail := func(col int, format string, args ...any) ([]string, int, *RowError, error) {
+	fail := func(col int, cause error, format string, args ...any) ([]string, int, *RowError, error) {
 		r.lines.pushBack(r.cont)
 		r.ends = append(r.ends, len(r.buf))
-		return r.split(), start, &RowError{Line: start, Column: col, Message: fmt.Sprintf(format, args...)}, nil
+		return r.split(), start, &RowError{Line: start, Column: col, Err: because(cause, format, args...)}, nil
 	}
 	for {
 		col := len(r.ends) + 1
@@ -445,11 +445,11 @@ func (r *CSVReader) readRecord() (fields []string, start int, rowErr *RowError, 
 			if k < 0 {
 				r.buf = append(r.buf, text[i:]...)
 				if len(r.buf) > r.max {
-					return fail(col, "the quoted field starting on line %d runs past %d bytes (unterminated quote?)", quoteLine, r.max)
+					return fail(col, ErrLineTooLong, "the quoted field starting on line %d runs past %d bytes (unterminated quote?)", quoteLine, r.max)
 				}
 				nl, err := r.lines.next()
 				if err == io.EOF {
-					return fail(col, "the quoted field starting on line %d is never closed (unterminated quote)", quoteLine)
+					return fail(col, ErrQuote, "the quoted field starting on line %d is never closed (unterminated quote)", quoteLine)
 				}
 				if err != nil {
 					return nil, start, nil, err
@@ -457,7 +457,7 @@ func (r *CSVReader) readRecord() (fields []string, start int, rowErr *RowError, 
 				nl.text = bytes.Clone(nl.text)
 				r.cont = append(r.cont, nl)
 				if nl.tooLong {
-					return fail(col, "the quoted field starting on line %d runs past %d bytes (unterminated quote?)", quoteLine, r.max)
+					return fail(col, ErrLineTooLong, "the quoted field starting on line %d runs past %d bytes (unterminated quote?)", quoteLine, r.max)
 				}
 				r.buf = append(r.buf, '\n')
 				text, i = nl.text, 0
@@ -479,7 +479,7 @@ func (r *CSVReader) readRecord() (fields []string, start int, rowErr *RowError, 
 			}
 			if text[i] != r.delim {
 				c, _ := utf8.DecodeRune(text[i:])
-				return fail(col, "unexpected %q after the closing quote of the quoted field starting on line %d (a stray or unterminated quote?)", c, quoteLine)
+				return fail(col, ErrQuote, "unexpected %q after the closing quote of the quoted field starting on line %d (a stray or unterminated quote?)", c, quoteLine)
 			}
 			r.ends = append(r.ends, len(r.buf))
 			i++

@@ -3,6 +3,7 @@ package sources
 import (
 	"context"
 	"fmt"
+	"github.com/subsync/subsync/internal/secret"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -47,7 +48,7 @@ type Config struct {
 func (c Config) String() string {
 	switch kind := c.Kind; {
 	case kind == KindSQL:
-		return fmt.Sprintf("sql source (driver %s, dsn %s)", c.Driver, RedactDSN(c.Driver, c.DSN))
+		return fmt.Sprintf("sql source (driver %s, dsn %s)", c.Driver, secret.DSN(c.Driver, c.DSN))
 	case kind != "":
 		return fmt.Sprintf("%s source %s", kind, c.Path)
 	}
@@ -61,7 +62,7 @@ func (c Config) LogValue() slog.Value {
 		attrs = append(attrs, slog.String("path", c.Path))
 	}
 	if c.Driver != "" {
-		attrs = append(attrs, slog.String("driver", c.Driver), slog.String("dsn", RedactDSN(c.Driver, c.DSN)))
+		attrs = append(attrs, slog.String("driver", c.Driver), slog.String("dsn", secret.DSN(c.Driver, c.DSN)))
 	}
 	return slog.GroupValue(attrs...)
 }

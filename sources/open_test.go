@@ -115,7 +115,4 @@ func TestConfigString(t *testing.T) {
 	require.Equal(t, "source a.xlsx", sources.Config{Path: "a.xlsx"}.String())
 	require.Equal(t, "sql source (driver pgx, dsn postgres://u:xxxxx@db/crm)",
 		sources.Config{Kind: "sql", Driver: "pgx", DSN: "postgres://u:pw@db/crm"}.String())
-	require.Equal(t, "u:xxxxx@tcp(db:3306)/crm", sources.RedactDSN("mysql", "u:p@ss@tcp(db:3306)/crm"))
-	require.Equal(t, "host=db password=xxxxx", sources.RedactDSN("pgx", "host=db password=hunter2"))
-	require.Equal(t, "/var/lib/crm.db", sources.RedactDSN("sqlite", "/var/lib/crm.db"))
 }

@@ -69,12 +69,15 @@ type Reader interface {
 	Close() error
 }
 
-// RowError describes a row that could not be read. The rest of the source still flows.
+// RowError describes a row that could not be read. The rest of the source still flows. As
+// encoding/csv's ParseError, it carries its cause: Err is one of the row errors below
+// (ErrFieldCount, ErrQuote, …) with the details, so errors.Is(err, ErrInvalidUTF8) tells
+// what went wrong, and the message says it for a person.
 type RowError struct {
-	Line    int
-	Sheet   string
-	Column  int // 1-based column, 0 when not known
-	Message string
+	Line   int
+	Sheet  string
+	Column int // 1-based column, 0 when not known
+	Err    error
 }
 
 func (e *RowError) Error() string {
@@ -85,7 +88,46 @@ func (e *RowError) Error() string {
 	if e.Column > 0 {
 		where += fmt.Sprintf(" column %d", e.Column)
 	}
-	return where + ": " + e.Message
+	if e.Err == nil {
+		return where + ": the row could not be read"
+	}
+	return where + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *RowError) Unwrap() error { return e.Err }
+
+// Causes of a *RowError, with errors.Is.
+var (
+	// ErrFieldCount: a CSV row has more or fewer fields than the header.
+	ErrFieldCount = errors.New("wrong number of fields")
+	// ErrQuote: a quoted CSV field is never closed, or has text after its closing quote.
+	ErrQuote = errors.New("malformed quoted field")
+	// ErrLineTooLong: a CSV line (or quoted field) is longer than the reader's limit.
+	ErrLineTooLong = errors.New("line too long")
+	// ErrInvalidUTF8: a cell is not valid UTF-8 (the file's encoding is set wrong).
+	ErrInvalidUTF8 = errors.New("invalid UTF-8")
+	// ErrBinary: a cell holds a NUL byte (binary data).
+	ErrBinary = errors.New("binary data")
+	// ErrCell: a cell's value cannot be read or turned into text (a worksheet cell, a
+	// database value of an unknown type).
+	ErrCell = errors.New("unreadable cell")
+	// ErrUnnamedColumn: a value stands in a column that has no name in the header.
+	ErrUnnamedColumn = errors.New("value in a column without a name")
+)
+
+// rowCause is the Err of a RowError: a message for a person that unwraps to a cause.
+type rowCause struct {
+	msg   string
+	cause error
+}
+
+func (e *rowCause) Error() string { return e.msg }
+func (e *rowCause) Unwrap() error { return e.cause }
+
+// because returns a RowError cause: cause (a row error above) with a message of its own.
+func because(cause error, format string, args ...any) error {
+	return &rowCause{msg: fmt.Sprintf(format, args...), cause: cause}
 }
 
 // Errors a caller may decide by, with errors.Is. Each is wrapped with the file and the details.

@@ -14,6 +14,7 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the "mysql" database/sql driver (MySQL, MariaDB)
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/subsync/subsync/internal/secret"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
@@ -84,20 +85,12 @@ type rowSource interface {
 	close() error
 }
 
-func isPostgres(driver string) bool {
-	switch driver {
-	case "pgx", "postgres", "postgresql":
-		return true
-	}
-	return false
-}
-
 // OpenSQL connects, begins a read-only transaction and starts the query. The header is
 // the query's column names.
 func OpenSQL(ctx context.Context, opts SQLOptions) (*SQLReader, error) {
 	r, err := openSQL(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open sql source (driver %s): %w", opts.Driver, scrub(err, opts.Driver, opts.DSN))
+		return nil, fmt.Errorf("open sql source (driver %s): %w", opts.Driver, secret.ScrubDSN(err, opts.Driver, opts.DSN))
 	}
 	return r, nil
 }
@@ -330,7 +323,7 @@ type dbSource struct {
 }
 
 func openDatabaseSQL(ctx context.Context, opts SQLOptions) (*dbSource, []string, error) {
-	db, err := sql.Open(opts.Driver, opts.DSN)
+	db, err := sql.Open(databaseSQLDriver(opts.Driver), opts.DSN)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -532,13 +525,13 @@ func (r *SQLReader) Next(ctx context.Context) (Record, error) {
 		}
 		rec := Record{Ordinal: r.read.Add(1), Line: r.line, Values: vals}
 		if err != nil {
-			return rec, &RowError{Line: r.line, Column: col + 1, Message: fmt.Sprintf("column %d: %v", col+1, err)}
+			return rec, &RowError{Line: r.line, Column: col + 1, Err: because(ErrCell, "column %d: %v", col+1, err)}
 		}
 		// Result columns with blank names at the end were dropped from the header, as a
 		// file's are; a value under one is an error.
 		for i := len(r.header); i < len(vals); i++ {
 			if strings.TrimSpace(vals[i]) != "" {
-				return rec, &RowError{Line: r.line, Column: i + 1, Message: fmt.Sprintf("column %d has a value but no name", i+1)}
+				return rec, &RowError{Line: r.line, Column: i + 1, Err: because(ErrUnnamedColumn, "column %d has a value but no name", i+1)}
 			}
 		}
 		rec.Values = vals[:len(r.header)]

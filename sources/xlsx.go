@@ -576,7 +576,7 @@ func (r *XLSXReader) rowCells() ([]string, *RowError) {
 		}
 		cells[sp.col-1] = v
 		if sp.err != nil && rowErr == nil {
-			rowErr = &RowError{Line: r.row, Sheet: r.sheet, Column: sp.col, Message: sp.err.Error()}
+			rowErr = &RowError{Line: r.row, Sheet: r.sheet, Column: sp.col, Err: because(ErrCell, "%v", sp.err)}
 		}
 	}
 	return cells, rowErr
@@ -636,7 +636,7 @@ func (r *XLSXReader) Next(ctx context.Context) (Record, error) {
 				if len(r.header) == 1 {
 					msg += " (is the header below a title row? set header_row)"
 				}
-				return rec, &RowError{Line: r.row, Sheet: r.sheet, Column: i + 1, Message: msg}
+				return rec, &RowError{Line: r.row, Sheet: r.sheet, Column: i + 1, Err: because(ErrUnnamedColumn, "%s", msg)}
 			}
 		}
 		if len(cells) != len(r.header) {

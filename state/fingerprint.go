@@ -52,20 +52,6 @@ func EmailHash(email string) uint64 {
 	return h.Sum64()
 }
 
-// PayloadHash hashes everything that decides what a push does: the mapping's fingerprint
-// (so a changed mapping sends everything again), the statuses the row is sent with, and the
-// payload's fields given as strings in a fixed order.
-func PayloadHash(mappingFingerprint, status, statusMobile string, fields ...string) uint64 {
-	h := NewHasher()
-	h.String(mappingFingerprint)
-	h.String(status)
-	h.String(statusMobile)
-	for _, f := range fields {
-		h.String(f)
-	}
-	return h.Sum64()
-}
-
 // FingerprintSet holds the delta fingerprints of one list in memory: those stored when it
 // was loaded (for Lookup), and those added since (written by SaveFingerprints).
 //

@@ -10,10 +10,9 @@ import (
 	"strings"
 )
 
-// Reject codes set by the pipeline itself. Mapping rejects carry mapping's own codes.
+// Reject codes set by the run itself. Mapping rejects (a row the source could not read
+// included) carry mapping's own codes.
 const (
-	// CodeUnreadable: the source could not read the row (a ragged CSV row, a bad cell).
-	CodeUnreadable = "unreadable"
 	// CodeRefused: the service refused the row (a 422 isolated to this row).
 	CodeRefused = "refused"
 	// CodeDuplicate: the e-mail appeared earlier in the run and the dedupe policy rejects it.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -10,31 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/subsync/subsync/internal/testlog"
 )
-
-// lockedBuffer is an io.Writer safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // readURLs reads the "v2 URL" and "v3 URL" lines subsim prints on start.
 func readURLs(t *testing.T, r io.Reader) (v2, v3 string) {
@@ -92,7 +73,7 @@ func TestRunServesUntilCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	outR, outW := io.Pipe()
-	var stderr lockedBuffer
+	var stderr testlog.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--user", "U"}, outW, &stderr,
@@ -158,7 +139,7 @@ func TestBinary(t *testing.T) {
 	cmd.Env = append(os.Environ(), "SUBSIM_KEY=K")
 	stdout, stdoutW := io.Pipe() // drained by readURLs, so that Wait's copy can finish
 	cmd.Stdout = stdoutW
-	var stderr lockedBuffer
+	var stderr testlog.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	v2, v3 := readURLs(t, stdout)

@@ -10,7 +10,7 @@ import (
 
 // The bulkinsert body is parsed by a small strict JSON scanner instead of encoding/json:
 // rows become members whose values are substrings of the body, so a 1000-row request costs
-// little more than one pass over its bytes. FuzzScanRows checks it against encoding/json.
+// little more than one pass over its bytes. FuzzScanObject checks it against encoding/json.
 
 // Kinds of a member's value.
 const (

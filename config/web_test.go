@@ -1,0 +1,42 @@
+package config_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/config"
+)
+
+// The pages' password and the webhook URL come from the environment or a file, and the
+// webhook URL is masked like the API key wherever the configuration is printed.
+func TestWebAndNotifySecrets(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const hook = "https://hooks.slack.com/services/T0/B0/very-secret-token"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hook"), []byte(hook+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pw"), []byte("pages-pass\n"), 0o600))
+	data := []byte("[web]\npassword_file = \"pw\"\n[notify]\nwebhook_url_file = \"hook\"\n")
+	cfg, err := config.Parse(filepath.Join(dir, "subsync.toml"), data, env())
+	require.NoError(t, err)
+	require.Equal(t, "pages-pass", cfg.Web.Password)
+	require.Equal(t, hook, cfg.Notify.WebhookURL)
+	require.Equal(t, hook, cfg.JobsConfig().Notify.WebhookURL)
+	for _, s := range []string{cfg.String(), fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg)} {
+		require.NotContains(t, s, "very-secret-token")
+		require.NotContains(t, s, "pages-pass")
+	}
+
+	cfg, err = config.Parse(filepath.Join(dir, "subsync.toml"), data,
+		env(config.EnvWebPassword, "from-env", config.EnvNotifyWebhookURL, "https://example.com/h"))
+	require.NoError(t, err)
+	require.Equal(t, "from-env", cfg.Web.Password)
+	require.Equal(t, "https://example.com/h", cfg.Notify.WebhookURL)
+
+	_, err = config.Parse("", []byte("[notify]\nwebhook_url = \"ftp://x/very-secret-token\"\n"), env())
+	require.ErrorContains(t, err, "notify.webhook_url")
+	require.NotContains(t, err.Error(), "very-secret-token")
+}

@@ -1,0 +1,244 @@
+// Package secret hides secrets (the API key, database passwords) wherever subsync would
+// otherwise show them: in configurations printed or logged, in errors, in response bodies.
+// Every package masks through it, with one marker, [Mask].
+package secret
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+)
+
+// Mask replaces a secret. It is the marker of the standard library's url.URL.Redacted, so a
+// masked URL or DSN stays readable (and a URL stays valid without escaping).
+const Mask = "xxxxx"
+
+// Mark returns Mask for a secret that is set and `""` for one that is not, so a reader
+// tells a missing key from a hidden one.
+func Mark(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return Mask
+}
+
+// Masker replaces a fixed set of secrets in text.
+type Masker struct{ r *strings.Replacer }
+
+// NewMasker masks each of secrets (empty ones are ignored).
+func NewMasker(secrets ...string) *Masker {
+	var pairs []string
+	for _, s := range secrets {
+		if s != "" {
+			pairs = append(pairs, s, Mask)
+		}
+	}
+	return &Masker{r: strings.NewReplacer(pairs...)}
+}
+
+// BasicAuth masks the credentials of HTTP Basic authentication: the key, and the token of
+// the Authorization header with and without its '=' padding (a service that echoes the
+// header may drop it).
+func BasicAuth(token, key string) *Masker {
+	return NewMasker(token, strings.TrimRight(token, "="), key)
+}
+
+// String returns s with every secret replaced by Mask.
+func (m *Masker) String(s string) string { return m.r.Replace(s) }
+
+var kvPasswordRE = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
+
+// DSN hides the password of a connection string: a URL (postgres://user:pass@host/db, and a
+// password= query parameter), key=value pairs (host=… password=…), a MySQL DSN
+// (user:pass@tcp(host)/db), and whatever else the driver (pgx, postgres, postgresql, mysql;
+// may be "") reads as the password. A URL that cannot be read is masked entirely.
+func DSN(driver, dsn string) string {
+	if dsn == "" {
+		return ""
+	}
+	if out := dsnShape(dsn); out != dsn {
+		return out
+	}
+	// A form only the driver reads: hide the password wherever it appears.
+	if pw := dsnPassword(driver, dsn); pw != "" {
+		return strings.ReplaceAll(dsn, pw, Mask)
+	}
+	return dsn
+}
+
+// dsnShape masks the password where the DSN's shape shows it.
+func dsnShape(dsn string) string {
+	if strings.Contains(dsn, "://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return Mask
+		}
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), Mask)
+		}
+		q := u.Query()
+		changed := false
+		for k := range q {
+			if strings.EqualFold(k, "password") {
+				q.Set(k, Mask)
+				changed = true
+			}
+		}
+		if changed {
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	if kvPasswordRE.MatchString(dsn) {
+		return kvPasswordRE.ReplaceAllString(dsn, "${1}"+Mask)
+	}
+	// MySQL: [user[:password]@][net[(addr)]]/dbname[?params]; the last '@' before the last
+	// '/' ends the credentials.
+	slash := strings.LastIndex(dsn, "/")
+	if slash < 0 {
+		slash = len(dsn)
+	}
+	if at := strings.LastIndex(dsn[:slash], "@"); at >= 0 {
+		if user, _, ok := strings.Cut(dsn[:at], ":"); ok {
+			return user + ":" + Mask + dsn[at:]
+		}
+	}
+	return dsn
+}
+
+// dsnPassword returns the password a DSN holds, or "": for Postgres as pgx reads it (a URL
+// or key=value pairs), for MySQL as its driver reads it, for anything else from a URL's
+// user info or a password=... pair.
+func dsnPassword(driver, dsn string) string {
+	switch driver {
+	case "pgx", "postgres", "postgresql":
+		if cfg, err := pgx.ParseConfig(dsn); err == nil && cfg.Password != "" {
+			return cfg.Password
+		}
+	case "mysql":
+		if cfg, err := mysql.ParseDSN(dsn); err == nil && cfg.Passwd != "" {
+			return cfg.Passwd
+		}
+	}
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			return pw
+		}
+	}
+	if m := kvPasswordRE.FindStringSubmatch(dsn); m != nil && m[2] != "" {
+		return strings.Trim(m[2], `'`)
+	}
+	// user:password@host forms no parser above understood (a DSN with a typo).
+	if at := strings.LastIndex(dsn, "@"); at > 0 {
+		userinfo := dsn[:at]
+		if i := strings.Index(userinfo, "://"); i >= 0 {
+			userinfo = userinfo[i+3:]
+		}
+		if _, pw, ok := strings.Cut(userinfo, ":"); ok && pw != "" {
+			return pw
+		}
+	}
+	return ""
+}
+
+// ScrubDSN is [Scrub] for an error of a database driver: it hides the DSN and its password.
+func ScrubDSN(err error, driver, dsn string) error {
+	if err == nil || dsn == "" {
+		return err
+	}
+	secrets := []string{dsn}
+	if pw := dsnPassword(driver, dsn); pw != "" {
+		secrets = append(secrets, pw)
+	}
+	return scrub(err, secrets, func(msg string) string {
+		return strings.ReplaceAll(msg, dsn, DSN(driver, dsn))
+	})
+}
+
+// Scrub returns err, or, when err or any error it wraps shows one of the secrets (in its
+// message or its fields, as a pgx parse error keeps the connection string), a new error
+// with the message masked. The new error does not wrap err, so the secret cannot be reached
+// through errors.Unwrap either; it wraps only a context error, so errors.Is still tells a
+// cancellation.
+func Scrub(err error, secrets ...string) error { return scrub(err, secrets, nil) }
+
+func scrub(err error, secrets []string, first func(string) string) error {
+	if err == nil {
+		return nil
+	}
+	var set []string
+	for _, s := range secrets {
+		if s != "" {
+			set = append(set, s)
+		}
+	}
+	if !leaks(err, set) {
+		return err
+	}
+	msg := err.Error()
+	if first != nil {
+		msg = first(msg)
+	}
+	for _, s := range set {
+		msg = strings.ReplaceAll(msg, s, Mask)
+	}
+	r := &maskedError{msg: msg}
+	for _, ctxErr := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, ctxErr) {
+			r.cause = ctxErr
+		}
+	}
+	return r
+}
+
+// leaks reports whether err or an error it wraps shows one of the secrets.
+func leaks(err error, secrets []string) bool {
+	if err == nil || len(secrets) == 0 {
+		return false
+	}
+	shown := err.Error() + fmt.Sprintf(" %+v %#v", err, err)
+	for _, s := range secrets {
+		if strings.Contains(shown, s) {
+			return true
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return leaks(u.Unwrap(), secrets)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if leaks(e, secrets) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maskedError is an error whose message had a secret removed.
+type maskedError struct {
+	msg   string
+	cause error // a context error, or nil
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.cause }
+
+// Email hides a person's address from a reader who may not see it: its first letter and its
+// domain stay ("k***@example.com"), so an operator can still tell addresses apart. It is
+// personal data, not a secret, so it has a marker of its own that cannot be read as a
+// masked credential.
+func Email(e string) string {
+	local, domain, ok := strings.Cut(e, "@")
+	if !ok || local == "" {
+		return "***"
+	}
+	r := []rune(local)
+	return string(r[0]) + "***@" + domain
+}

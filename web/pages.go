@@ -1,0 +1,371 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/subsync/subsync/internal/secret"
+	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/state"
+)
+
+// RejectsPerPage is how many rejects a run page lists at a time.
+const RejectsPerPage = 50
+
+// runsPerPage is how many runs the runs page lists at a time.
+const runsPerPage = 50
+
+var pageNames = []string{"runs", "run", "syncs", "suppression", "health"}
+
+func (s *Server) parseTemplates() error {
+	funcs := template.FuncMap{
+		"time":     formatTime,
+		"duration": formatDuration,
+		"email":    func(authed bool, e string) string { return maskEmail(authed, e) },
+		"value": func(authed bool, v string) string {
+			if !authed && strings.Contains(v, "@") {
+				return maskEmail(false, v)
+			}
+			return v
+		},
+		"list": func(id int64) string {
+			if id == state.AllLists {
+				return "all lists"
+			}
+			return strconv.FormatInt(id, 10)
+		},
+	}
+	s.pages = map[string]*template.Template{}
+	for _, name := range pageNames {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return fmt.Errorf("parse page %s: %w", name, err)
+		}
+		s.pages[name] = t
+	}
+	return nil
+}
+
+// page is what every template gets.
+type page struct {
+	Title  string
+	Nav    string
+	Authed bool
+	CSRF   string
+	Data   any
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
+	var buf bytes.Buffer
+	p := page{Title: title, Nav: name, Authed: authenticated(r), CSRF: s.csrfToken(), Data: data}
+	if err := s.pages[name].Execute(&buf, p); err != nil {
+		s.fail(w, r, fmt.Errorf("render %s: %w", name, err))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'self'; form-action 'self'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.ErrorContext(r.Context(), "page failed", slog.String("path", r.URL.Path), slog.Any("error", err))
+	http.Error(w, "the page could not be built; the worker's log says why", http.StatusInternalServerError)
+}
+
+type runsData struct {
+	Runs   []state.Run
+	Syncs  []string
+	States []state.RunState
+	Sync   string
+	State  string
+	Older  string // the link to older runs, empty when there are none
+}
+
+var runStates = []state.RunState{state.RunRunning, state.RunRetrying, state.RunInterrupted,
+	state.RunCompleted, state.RunFailed, state.RunCancelled}
+
+func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	d := runsData{Sync: q.Get("sync"), State: q.Get("state"), States: runStates}
+	for _, sc := range s.b.Schedules(s.opts.Now(), 0) {
+		if sc.Kind == jobs.KindSync {
+			d.Syncs = append(d.Syncs, sc.Name)
+		}
+	}
+	f := state.RunFilter{Limit: runsPerPage + 1}
+	if d.Sync != "" {
+		f.Kind, f.Name = jobs.KindSync, d.Sync
+	}
+	if d.State != "" {
+		f.States = []state.RunState{state.RunState(d.State)}
+	}
+	if v, err := strconv.ParseInt(q.Get("before"), 10, 64); err == nil {
+		f.BeforeID = v
+	}
+	runs, err := s.b.State().Runs(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(runs) > runsPerPage {
+		runs = runs[:runsPerPage]
+		v := url.Values{}
+		if d.Sync != "" {
+			v.Set("sync", d.Sync)
+		}
+		if d.State != "" {
+			v.Set("state", d.State)
+		}
+		v.Set("before", strconv.FormatInt(runs[len(runs)-1].ID, 10))
+		d.Older = "/runs?" + v.Encode()
+	}
+	d.Runs = runs
+	s.render(w, r, "runs", "Runs", d)
+}
+
+type runData struct {
+	Run     state.Run
+	Rejects []state.Reject
+	Next    string // the link to the next page of rejects
+	First   bool
+}
+
+func (s *Server) runByPath(w http.ResponseWriter, r *http.Request) (state.Run, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		http.NotFound(w, r)
+		return state.Run{}, false
+	}
+	run, err := s.b.State().Run(r.Context(), id)
+	if errors.Is(err, state.ErrNotFound) {
+		http.NotFound(w, r)
+		return state.Run{}, false
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return state.Run{}, false
+	}
+	return run, true
+}
+
+func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.runByPath(w, r)
+	if !ok {
+		return
+	}
+	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	rejects, err := s.b.State().RejectsPage(r.Context(), run.ID, after, RejectsPerPage+1)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d := runData{Run: run, First: after == 0}
+	if len(rejects) > RejectsPerPage {
+		rejects = rejects[:RejectsPerPage]
+		d.Next = fmt.Sprintf("/runs/%d?after=%d", run.ID, rejects[len(rejects)-1].Ordinal)
+	}
+	d.Rejects = rejects
+	s.render(w, r, "run", fmt.Sprintf("Run %d", run.ID), d)
+}
+
+// rejectsCSV is the same export as `subsync runs ID --rejects`: formula-safe CSV.
+func (s *Server) rejectsCSV(w http.ResponseWriter, r *http.Request) {
+	if !authenticated(r) {
+		http.Error(w, "the rejects hold e-mail addresses: set a password for the pages (SUBSYNC_WEB_PASSWORD) "+
+			"to download them, or use `subsync runs ID --rejects FILE`", http.StatusForbidden)
+		return
+	}
+	run, ok := s.runByPath(w, r)
+	if !ok {
+		return
+	}
+	var buf bytes.Buffer
+	if err := s.b.State().WriteRejectsCSV(r.Context(), &buf, run.ID); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="run-%d-rejects.csv"`, run.ID))
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.Bytes())
+}
+
+type syncRow struct {
+	jobs.Schedule
+	Last    *state.Run
+	Running *state.Run
+}
+
+type syncsData struct {
+	Syncs   []syncRow
+	Status  syncRow
+	Message string
+	Error   string
+}
+
+func (s *Server) syncs(w http.ResponseWriter, r *http.Request) {
+	d := syncsData{Message: r.URL.Query().Get("queued"), Error: r.URL.Query().Get("error")}
+	st := s.b.State()
+	for _, sc := range s.b.Schedules(s.opts.Now(), 3) {
+		row := syncRow{Schedule: sc}
+		f := state.RunFilter{Kind: sc.Kind, Limit: 1,
+			States: []state.RunState{state.RunCompleted, state.RunFailed, state.RunCancelled}}
+		if sc.Kind == jobs.KindSync {
+			f.Name = sc.Name
+		}
+		last, err := st.Runs(r.Context(), f)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if len(last) > 0 {
+			row.Last = &last[0]
+		}
+		f.States = []state.RunState{state.RunRunning, state.RunRetrying, state.RunInterrupted}
+		active, err := st.Runs(r.Context(), f)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if len(active) > 0 {
+			row.Running = &active[0]
+		}
+		if sc.Kind == jobs.KindSync {
+			d.Syncs = append(d.Syncs, row)
+		} else {
+			d.Status = row
+		}
+	}
+	s.render(w, r, "syncs", "Syncs", d)
+}
+
+func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
+	if !s.checkCSRF(r) {
+		http.Error(w, "the form is stale or did not come from these pages (CSRF token): reload the page", http.StatusForbidden)
+		return
+	}
+	name := r.PathValue("name")
+	id, err := s.b.EnqueueSync(r.Context(), name, r.PostFormValue("full") == "1")
+	v := url.Values{}
+	switch {
+	case errors.Is(err, jobs.ErrAlreadyQueued):
+		v.Set("queued", fmt.Sprintf("sync %s is already queued or running as job %d", name, id))
+	case err != nil:
+		s.log.WarnContext(r.Context(), "run now failed", slog.String("sync", name), slog.Any("error", err))
+		v.Set("error", err.Error())
+	default:
+		s.log.InfoContext(r.Context(), "sync queued from the pages", slog.String("sync", name), slog.Int64("job_id", id))
+		v.Set("queued", fmt.Sprintf("sync %s queued as job %d", name, id))
+	}
+	http.Redirect(w, r, "/syncs?"+v.Encode(), http.StatusSeeOther)
+}
+
+type suppressionData struct {
+	Query      string
+	Searched   bool
+	Exact      bool
+	Entries    []state.SuppressionEntry
+	Counts     []state.SuppressionCount
+	WriteBacks []state.WriteBackSummary
+}
+
+// suppressionResults caps a search's answer.
+const suppressionResults = 100
+
+func (s *Server) suppression(w http.ResponseWriter, r *http.Request) {
+	d := suppressionData{Query: strings.TrimSpace(r.URL.Query().Get("q")), Exact: !authenticated(r)}
+	o, err := s.b.StatusOverview(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d.Counts, d.WriteBacks = o.Suppressed, o.WriteBacks
+	if d.Query != "" {
+		d.Searched = true
+		d.Entries, err = s.b.State().SearchSuppressions(r.Context(), d.Query, d.Exact, suppressionResults)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	s.render(w, r, "suppression", "Suppression", d)
+}
+
+type healthData struct {
+	Database    error
+	Service     error
+	LastPull    *state.Run
+	Cursor      time.Time
+	Lag         time.Duration
+	WriteBacks  []state.WriteBackSummary
+	OverviewErr error
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	d := healthData{Database: s.b.State().Ping(ctx)}
+	d.Service = s.b.PingService(ctx)
+	if d.Database == nil {
+		pulls, err := s.b.State().Runs(ctx, state.RunFilter{Kind: jobs.KindStatusPull, Limit: 1})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if len(pulls) > 0 {
+			d.LastPull = &pulls[0]
+		}
+		o, err := s.b.StatusOverview(ctx)
+		d.OverviewErr = err
+		d.Cursor, d.WriteBacks = o.Cursor, o.WriteBacks
+		if !d.Cursor.IsZero() {
+			d.Lag = s.opts.Now().Sub(d.Cursor)
+		}
+	}
+	status := http.StatusOK
+	if d.Database != nil {
+		status = http.StatusServiceUnavailable
+	}
+	if status != http.StatusOK {
+		w.WriteHeader(status)
+	}
+	s.render(w, r, "health", "Health", d)
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.Local().Format("2006-01-02 15:04:05 MST")
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "—"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+// maskEmail shows an address to an authenticated user, and otherwise only secret.Email's
+// first letter and domain.
+func maskEmail(authed bool, e string) string {
+	if authed || e == "" {
+		return e
+	}
+	return secret.Email(e)
+}

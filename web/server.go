@@ -1,0 +1,188 @@
+// Package web serves subsync's pages on the worker's listener: runs (with their rejects and
+// a CSV download), syncs (schedules, next and last run, "run now"), the suppression list and
+// health, beside River UI, /metrics and /healthz.
+//
+// The pages are rendered on the server with html/template from embedded templates and one
+// stylesheet: no JavaScript, no build step. They read the state database through the jobs
+// runtime, so they work on SQLite and Postgres alike.
+//
+// Safety: the listener binds loopback unless configured otherwise, and [CheckAddr] refuses
+// any other address without a password. With a password, every page and River UI answer 401
+// to a request without it (HTTP Basic with any user name, or "Authorization: Bearer"), while
+// /metrics and /healthz stay open for Prometheus and load balancers (they carry no e-mail
+// address and no secret). Every action is a POST carrying a CSRF token, and cross-origin
+// POSTs are refused. E-mail addresses are shown only to an authenticated user: without a
+// password (loopback), addresses are masked, the suppression search matches whole addresses
+// only, and the rejects download is refused. No page shows a secret of the configuration.
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/state"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Backend is what the pages read and do: the jobs runtime.
+type Backend interface {
+	State() *state.Store
+	// Handler serves /metrics, /healthz and River UI.
+	Handler() http.Handler
+	EnqueueSync(ctx context.Context, name string, full bool) (int64, error)
+	Schedules(now time.Time, n int) []jobs.Schedule
+	StatusOverview(ctx context.Context) (jobs.StatusOverview, error)
+	PingService(ctx context.Context) error
+}
+
+// Options configure the pages.
+type Options struct {
+	// Password protects the pages and River UI (Basic auth with any user name, or a Bearer
+	// token). Empty = no authentication, which CheckAddr allows on loopback only.
+	Password string
+	// Logger receives errors of page requests; nil discards.
+	Logger *slog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Server serves the pages; it is an http.Handler.
+type Server struct {
+	b       Backend
+	opts    Options
+	log     *slog.Logger
+	pages   map[string]*template.Template
+	csrfKey []byte
+	handler http.Handler
+}
+
+// New builds the pages over b.
+func New(b Backend, opts Options) (*Server, error) {
+	s := &Server{b: b, opts: opts, log: opts.Logger, csrfKey: make([]byte, 32)}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.opts.Now == nil {
+		s.opts.Now = time.Now
+	}
+	if _, err := rand.Read(s.csrfKey); err != nil {
+		return nil, fmt.Errorf("csrf key: %w", err)
+	}
+	if err := s.parseTemplates(); err != nil {
+		return nil, err
+	}
+	static, err := fs.Sub(assets, "static")
+	if err != nil {
+		return nil, err
+	}
+	backend := b.Handler()
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", backend)
+	mux.Handle("GET /healthz", backend)
+	pages := http.NewServeMux()
+	pages.Handle(jobs.RiverUIPrefix+"/", backend)
+	pages.Handle("GET "+jobs.RiverUIPrefix, backend)
+	pages.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	pages.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/runs", http.StatusSeeOther)
+	})
+	pages.HandleFunc("GET /runs", s.runs)
+	pages.HandleFunc("GET /runs/{id}", s.run)
+	pages.HandleFunc("GET /runs/{id}/rejects.csv", s.rejectsCSV)
+	pages.HandleFunc("GET /syncs", s.syncs)
+	pages.HandleFunc("POST /syncs/{name}/run", s.runNow)
+	pages.HandleFunc("GET /suppression", s.suppression)
+	pages.HandleFunc("GET /health", s.health)
+	protect := http.NewCrossOriginProtection()
+	mux.Handle("/", s.authenticate(protect.Handler(pages)))
+	s.handler = mux
+	return s, nil
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// CheckAddr refuses to serve the pages on a non-loopback address without a password. The
+// error names what to configure.
+func CheckAddr(addr, password string) error {
+	if password != "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("the pages would listen on %q, which is not a loopback address, without authentication: "+
+		"set a password for them (SUBSYNC_WEB_PASSWORD, or web.password_file in the configuration), "+
+		"or listen on 127.0.0.1", addr)
+}
+
+type ctxKey struct{}
+
+// authenticated reports whether the request carried the configured password.
+func authenticated(r *http.Request) bool {
+	v, _ := r.Context().Value(ctxKey{}).(bool)
+	return v
+}
+
+// authenticate answers 401 to a request without the password, when one is configured, and
+// marks the request authenticated when it carried it.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Password == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var given string
+		if _, p, ok := r.BasicAuth(); ok {
+			given = p
+		} else if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			given = strings.TrimSpace(t)
+		}
+		if subtle.ConstantTimeCompare(hashed(given), hashed(s.opts.Password)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="subsync", charset="UTF-8"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, true)))
+	})
+}
+
+// hashed makes the comparison's time independent of the lengths.
+func hashed(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+// csrfToken is the token every form carries: an HMAC of the process's random key, so it
+// cannot be guessed by another site and is checked without state.
+func (s *Server) csrfToken() string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte("subsync-csrf"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (s *Server) checkCSRF(r *http.Request) bool {
+	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(s.csrfToken()))
+}
