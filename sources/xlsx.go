@@ -480,7 +480,7 @@ func (r *XLSXReader) readHeader(ctx context.Context, headerRow int) error {
 		if !ok {
 			switch {
 			case headerRow > 0:
-				return fmt.Errorf("%w: header_row %d is past the last row (%d) of sheet %q", ErrNoHeader, headerRow, r.lastRow(), r.sheet)
+				return fmt.Errorf("%w: header_row %d is past the last row (%d) of sheet %q", ErrNoHeader, headerRow, r.row, r.sheet)
 			default:
 				return fmt.Errorf("%w: sheet %q is empty", ErrNoHeader, r.sheet)
 			}
@@ -550,9 +550,6 @@ func (r *XLSXReader) readRow() (bool, error) {
 		}
 	}
 }
-
-// lastRow is the number of the last row read, for messages.
-func (r *XLSXReader) lastRow() int { return r.row }
 
 // rowCells returns the cells of the row readRow read, as many as its last cell's column;
 // err is the first cell that could not be formatted.

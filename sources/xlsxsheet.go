@@ -43,7 +43,6 @@ type sheetScanner struct {
 	done       bool
 	emptyRow   bool // a self-closing <row/> was returned; its end is next
 	dimLastRow int  // the last row of <dimension ref="A1:G100">, 0 when absent
-	sawData    bool // <sheetData> was seen
 	row        int  // the current row number
 	cell       sheetCell
 	text       []byte // decoded text of the current cell
@@ -82,7 +81,6 @@ func (s *sheetScanner) next() (int, error) {
 					s.dimLastRow = dimensionRows(x.buf[x.pos : x.pos+t.n])
 				}
 			case "sheetData":
-				s.sawData = true
 				if !t.closing && !t.empty {
 					s.inData = true
 				}
