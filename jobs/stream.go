@@ -50,7 +50,7 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	src := s.source
 	if src.IsHeader == nil {
 		// A workbook without a sheet or header row given: the mapping finds them.
-		src.IsHeader = func(header []string) bool { return mapsEmail(s.mapping, header) }
+		src.IsHeader = HeaderMapsEmail(s.mapping)
 	}
 	r, err := sources.Open(ctx, src)
 	if err != nil {
@@ -156,18 +156,21 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 	return "", nil
 }
 
-// mapsEmail reports whether the mapping (or, without columns, the auto-mapping) maps a
-// column of header to the e-mail address.
-func mapsEmail(m *mapping.Spec, header []string) bool {
+// HeaderMapsEmail returns what finds a workbook's sheet and header row when none is given
+// (sources.Config.IsHeader): a row is the header when the mapping m (or, without columns or
+// with m nil, the auto-mapping) maps one of its columns to the e-mail address.
+func HeaderMapsEmail(m *mapping.Spec) func(header []string) bool {
 	var spec mapping.Spec
 	if m != nil {
 		spec = *m
 	}
-	spec, _ = spec.WithAuto(header)
-	for col, c := range spec.Columns {
-		if c.To == sink.FieldEmail && slices.ContainsFunc(header, func(h string) bool { return strings.EqualFold(h, col) }) {
-			return true
+	return func(header []string) bool {
+		spec, _ := spec.WithAuto(header)
+		for col, c := range spec.Columns {
+			if c.To == sink.FieldEmail && slices.ContainsFunc(header, func(h string) bool { return strings.EqualFold(h, col) }) {
+				return true
+			}
 		}
+		return false
 	}
-	return false
 }
