@@ -35,39 +35,50 @@ const genKinds = 21
 // genColumns is the width of a generated sheet; row 1 is its header.
 const genColumns = 6
 
-type genStyles map[string]int
+// genStyles creates the styles of generated cells as they are first used (a workbook
+// with few cells stays quick to write).
+type genStyles struct {
+	f   *excelize.File
+	ids map[string]int
+}
 
-func newGenStyles(t testing.TB, f *excelize.File) genStyles {
+func newGenStyles(f *excelize.File) *genStyles {
+	return &genStyles{f: f, ids: map[string]int{}}
+}
+
+func (st *genStyles) id(t testing.TB, name string) int {
 	t.Helper()
-	st := genStyles{}
-	add := func(name string, s excelize.Style) {
-		id, err := f.NewStyle(&s)
-		require.NoError(t, err)
-		st[name] = id
+	if id, ok := st.ids[name]; ok {
+		return id
 	}
 	code := func(c string) *string { return &c }
-	add("date", excelize.Style{NumFmt: 14})
-	add("datetime", excelize.Style{NumFmt: 22})
-	add("norwegian", excelize.Style{CustomNumFmt: code("dd.mm.yyyy")})
-	add("time", excelize.Style{NumFmt: 20})
-	add("elapsed", excelize.Style{CustomNumFmt: code("[h]:mm")})
-	add("postcode", excelize.Style{CustomNumFmt: code("0000")})
-	add("money", excelize.Style{NumFmt: 4})
-	add("percent", excelize.Style{NumFmt: 10})
-	add("text", excelize.Style{NumFmt: 49})
-	add("integer", excelize.Style{NumFmt: 1})
-	add("italic", excelize.Style{Font: &excelize.Font{Italic: true}})
-	add("fill", excelize.Style{Fill: excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"FFFF00"}}})
-	add("sections", excelize.Style{CustomNumFmt: code(`0.0;[Red]-0.0;"zero";"text: "@`)})
-	return st
+	s := map[string]excelize.Style{
+		"date":      {NumFmt: 14},
+		"datetime":  {NumFmt: 22},
+		"norwegian": {CustomNumFmt: code("dd.mm.yyyy")},
+		"time":      {NumFmt: 20},
+		"elapsed":   {CustomNumFmt: code("[h]:mm")},
+		"postcode":  {CustomNumFmt: code("0000")},
+		"money":     {NumFmt: 4},
+		"percent":   {NumFmt: 10},
+		"text":      {NumFmt: 49},
+		"integer":   {NumFmt: 1},
+		"italic":    {Font: &excelize.Font{Italic: true}},
+		"fill":      {Fill: excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"FFFF00"}}},
+		"sections":  {CustomNumFmt: code(`0.0;[Red]-0.0;"zero";"text: "@`)},
+	}[name]
+	id, err := st.f.NewStyle(&s)
+	require.NoError(t, err)
+	st.ids[name] = id
+	return id
 }
 
 // writeGenCell writes c at cell.
-func writeGenCell(t testing.TB, f *excelize.File, st genStyles, cell string, c genCell) {
+func writeGenCell(t testing.TB, f *excelize.File, st *genStyles, cell string, c genCell) {
 	t.Helper()
 	const s = "Sheet1"
 	styled := func(name string) {
-		require.NoError(t, f.SetCellStyle(s, cell, cell, st[name]))
+		require.NoError(t, f.SetCellStyle(s, cell, cell, st.id(t, name)))
 	}
 	if c.i < 0 {
 		c.i = -(c.i + 1)
@@ -130,7 +141,7 @@ func writeGenWorkbook(t testing.TB, path string, rows [][]genCell) {
 	t.Helper()
 	f := excelize.NewFile()
 	defer f.Close()
-	st := newGenStyles(t, f)
+	st := newGenStyles(f)
 	header := make([]any, genColumns)
 	for i := range header {
 		header[i] = "col" + strconv.Itoa(i+1)
