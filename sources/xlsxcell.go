@@ -2,6 +2,7 @@ package sources
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -26,6 +27,7 @@ type cellFormatter struct {
 	sheet   string // the scratch worksheet
 	part    string // its part name
 	asIs    []bool // by style index: the style shows a value as written
+	text    []bool // by style index: the Text format (@), which shows a string as written
 	sst     *sharedStrings
 	cache   map[string]string
 	key     []byte
@@ -39,9 +41,24 @@ const maxFormatCache = 1 << 16
 func newCellFormatter(f *excelize.File, sst *sharedStrings) (*cellFormatter, error) {
 	cf := &cellFormatter{file: f, sst: sst, cache: map[string]string{}, sheet: "subsync scratch"}
 	if f.Styles != nil && f.Styles.CellXfs != nil {
-		cf.asIs = make([]bool, len(f.Styles.CellXfs.Xf))
+		custom := map[int]string{}
+		if f.Styles.NumFmts != nil {
+			for _, nf := range f.Styles.NumFmts.NumFmt {
+				if nf != nil {
+					custom[nf.NumFmtID] = cmp.Or(nf.FormatCode16, nf.FormatCode)
+				}
+			}
+		}
+		n := len(f.Styles.CellXfs.Xf)
+		cf.asIs, cf.text = make([]bool, n), make([]bool, n)
 		for i, xf := range f.Styles.CellXfs.Xf {
-			cf.asIs[i] = xf.NumFmtID != nil && *xf.NumFmtID == noNumFmt
+			if xf.NumFmtID == nil {
+				continue
+			}
+			id := *xf.NumFmtID
+			cf.asIs[i] = id == noNumFmt
+			code, ok := custom[id]
+			cf.text[i] = ok && code == "@" || !ok && id == 49
 		}
 	}
 	for _, name := range f.GetSheetList() {
@@ -67,14 +84,14 @@ func newCellFormatter(f *excelize.File, sst *sharedStrings) (*cellFormatter, err
 
 // appendValue appends the text of cell c to dst.
 func (cf *cellFormatter) appendValue(dst []byte, c *sheetCell) ([]byte, error) {
-	asIs := true
+	asIs, text := true, false
 	if c.style != nil {
 		n, ok := parseIndex(c.style)
 		switch {
 		case !ok:
 			return cf.appendFormatted(dst, c)
 		case n > 0 && n < len(cf.asIs):
-			asIs = cf.asIs[n]
+			asIs, text = cf.asIs[n], cf.text[n]
 		}
 	}
 	switch string(c.typ) {
@@ -91,7 +108,7 @@ func (cf *cellFormatter) appendValue(dst []byte, c *sheetCell) ([]byte, error) {
 			return append(dst, c.v...), nil
 		}
 	case "s":
-		if asIs {
+		if asIs || text {
 			if len(c.v) == 0 {
 				return dst, nil
 			}
@@ -105,7 +122,7 @@ func (cf *cellFormatter) appendValue(dst []byte, c *sheetCell) ([]byte, error) {
 			return append(dst, cf.sst.at(i)...), nil
 		}
 	case "inlineStr":
-		if asIs {
+		if asIs || text {
 			if c.hasIS {
 				return appendBstr(dst, c.is), nil
 			}

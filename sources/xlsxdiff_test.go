@@ -53,19 +53,20 @@ func (st *genStyles) id(t testing.TB, name string) int {
 	}
 	code := func(c string) *string { return &c }
 	s := map[string]excelize.Style{
-		"date":      {NumFmt: 14},
-		"datetime":  {NumFmt: 22},
-		"norwegian": {CustomNumFmt: code("dd.mm.yyyy")},
-		"time":      {NumFmt: 20},
-		"elapsed":   {CustomNumFmt: code("[h]:mm")},
-		"postcode":  {CustomNumFmt: code("0000")},
-		"money":     {NumFmt: 4},
-		"percent":   {NumFmt: 10},
-		"text":      {NumFmt: 49},
-		"integer":   {NumFmt: 1},
-		"italic":    {Font: &excelize.Font{Italic: true}},
-		"fill":      {Fill: excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"FFFF00"}}},
-		"sections":  {CustomNumFmt: code(`0.0;[Red]-0.0;"zero";"text: "@`)},
+		"date":       {NumFmt: 14},
+		"datetime":   {NumFmt: 22},
+		"norwegian":  {CustomNumFmt: code("dd.mm.yyyy")},
+		"time":       {NumFmt: 20},
+		"elapsed":    {CustomNumFmt: code("[h]:mm")},
+		"postcode":   {CustomNumFmt: code("0000")},
+		"money":      {NumFmt: 4},
+		"percent":    {NumFmt: 10},
+		"text":       {NumFmt: 49},
+		"customText": {CustomNumFmt: code("@")},
+		"integer":    {NumFmt: 1},
+		"italic":     {Font: &excelize.Font{Italic: true}},
+		"fill":       {Fill: excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"FFFF00"}}},
+		"sections":   {CustomNumFmt: code(`0.0;[Red]-0.0;"zero";"text: "@`)},
 	}[name]
 	id, err := st.f.NewStyle(&s)
 	require.NoError(t, err)
@@ -117,9 +118,16 @@ func writeGenCell(t testing.TB, f *excelize.File, st *genStyles, cell string, c 
 	case 14:
 		err = f.SetCellFloat(s, cell, c.num, -1, 64)
 		styled("percent")
-	case 15:
-		err = f.SetCellStr(s, cell, c.text)
-		styled("text")
+	case 15: // text in the Text format, shared or inline
+		if c.i&1 == 0 {
+			err = f.SetCellStr(s, cell, c.text)
+		} else {
+			if _, err := strconv.ParseFloat(c.text, 64); err == nil || c.text == "" {
+				c.text += "!"
+			}
+			err = f.SetCellDefault(s, cell, c.text)
+		}
+		styled([]string{"text", "customText"}[c.i>>1&1])
 	case 16: // text in a number style
 		err = f.SetCellStr(s, cell, c.text)
 		styled([]string{"postcode", "date", "money", "sections"}[c.i&3])
