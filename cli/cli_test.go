@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
+	"github.com/xuri/excelize/v2"
 
 	"github.com/subsync/subsync/config"
 	"github.com/subsync/subsync/sink"
@@ -377,4 +378,24 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 		}
 	}
 	walk(a.rootCommand())
+}
+
+// preview finds a workbook's sheet and header row as an import does: a notes sheet first
+// and a title above the header need no options.
+func TestPreviewWorkbookWithNotesAndTitle(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	f := excelize.NewFile()
+	require.NoError(t, f.SetSheetName("Sheet1", "Notater"))
+	require.NoError(t, f.SetSheetRow("Notater", "A1", &[]any{"Eksportert fra medlemsregisteret"}))
+	_, err := f.NewSheet("Medlemmer")
+	require.NoError(t, err)
+	require.NoError(t, f.SetSheetRow("Medlemmer", "A1", &[]any{"Medlemsliste 2024"}))
+	require.NoError(t, f.SetSheetRow("Medlemmer", "A3", &[]any{"Fornavn", "E-post"}))
+	require.NoError(t, f.SetSheetRow("Medlemmer", "A4", &[]any{"Kari", "kari@example.no"}))
+	path := filepath.Join(h.dir, "medlemmer.xlsx")
+	require.NoError(t, f.SaveAs(path))
+	require.NoError(t, f.Close())
+	out := h.ok("preview", path)
+	require.Contains(t, out, "kari@example.no")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
@@ -132,6 +133,7 @@ fields a mapping names.`,
 			if err != nil {
 				return err
 			}
+			scfg.IsHeader = jobs.HeaderMapsEmail(&spec) // as an import finds a workbook's header
 			r, err := sources.Open(ctx, scfg)
 			if err != nil {
 				return fmt.Errorf("open %s: %w", args[0], err)

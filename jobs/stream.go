@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
@@ -45,7 +47,12 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	if rt.sinkErr != nil {
 		return nil, nil, permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
 	}
-	r, err := sources.Open(ctx, s.source)
+	src := s.source
+	if src.IsHeader == nil {
+		// A workbook without a sheet or header row given: the mapping finds them.
+		src.IsHeader = HeaderMapsEmail(s.mapping)
+	}
+	r, err := sources.Open(ctx, src)
 	if err != nil {
 		err = fmt.Errorf("source: %w", err)
 		if !isSQL(s.source) {
@@ -147,4 +154,23 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 		return w.Watermark(), nil
 	}
 	return "", nil
+}
+
+// HeaderMapsEmail returns what finds a workbook's sheet and header row when none is given
+// (sources.Config.IsHeader): a row is the header when the mapping m (or, without columns or
+// with m nil, the auto-mapping) maps one of its columns to the e-mail address.
+func HeaderMapsEmail(m *mapping.Spec) func(header []string) bool {
+	var spec mapping.Spec
+	if m != nil {
+		spec = *m
+	}
+	return func(header []string) bool {
+		spec, _ := spec.WithAuto(header)
+		for col, c := range spec.Columns {
+			if c.To == sink.FieldEmail && slices.ContainsFunc(header, func(h string) bool { return strings.EqualFold(h, col) }) {
+				return true
+			}
+		}
+		return false
+	}
 }

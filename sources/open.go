@@ -32,6 +32,9 @@ type Config struct {
 	// HeaderRow is the 1-based row (CSV: line) holding the column names; 0 = the first
 	// non-empty one.
 	HeaderRow int
+	// IsHeader, for an xlsx source without Sheet, SheetIndex and HeaderRow, finds the
+	// worksheet and header row (see XLSXOptions.IsHeader).
+	IsHeader func(cells []string) bool `json:"-"`
 	// Driver, DSN, Query, WatermarkColumn and Watermark describe a sql source
 	// (see SQLOptions). The DSN is a secret: String and LogValue redact it.
 	Driver          string
@@ -78,7 +81,7 @@ func Open(ctx context.Context, cfg Config) (Reader, error) {
 	case KindCSV:
 		return OpenCSV(ctx, cfg.Path, CSVOptions{Encoding: cfg.Encoding, Delimiter: cfg.Delimiter, HeaderRow: cfg.HeaderRow})
 	case KindXLSX:
-		return OpenXLSX(ctx, cfg.Path, XLSXOptions{Sheet: cfg.Sheet, SheetIndex: cfg.SheetIndex, HeaderRow: cfg.HeaderRow})
+		return OpenXLSX(ctx, cfg.Path, XLSXOptions{Sheet: cfg.Sheet, SheetIndex: cfg.SheetIndex, HeaderRow: cfg.HeaderRow, IsHeader: cfg.IsHeader})
 	case KindSQL:
 		return OpenSQL(ctx, SQLOptions{Driver: cfg.Driver, DSN: cfg.DSN, Query: cfg.Query, WatermarkColumn: cfg.WatermarkColumn, Watermark: cfg.Watermark})
 	}

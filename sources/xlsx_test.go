@@ -2,12 +2,17 @@ package sources_test
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"compress/flate"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -360,4 +365,284 @@ func TestXLSXCancelledOpen(t *testing.T) {
 	cancel()
 	_, err := sources.OpenXLSX(ctx, path, sources.XLSXOptions{})
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// hostileWorkbook writes a workbook whose worksheet (or shared-string table) part is the
+// given XML, deflated: a few kilobytes on disk whatever it unpacks to.
+func hostileWorkbook(t *testing.T, sheetXML, sstXML []byte) string {
+	t.Helper()
+	good := simpleWorkbook(t, 1)
+	dst := filepath.Join(t.TempDir(), "hostile.xlsx")
+	rewriteZip(t, good, dst, func(f *zip.File, w *zip.Writer) bool {
+		var data []byte
+		switch f.Name {
+		case "xl/worksheets/sheet1.xml":
+			data = sheetXML
+		case "xl/sharedStrings.xml":
+			data = sstXML
+		}
+		if data == nil {
+			return false
+		}
+		fw, err := w.CreateHeader(&zip.FileHeader{Name: f.Name, Method: zip.Deflate})
+		require.NoError(t, err)
+		_, err = fw.Write(data)
+		require.NoError(t, err)
+		return true
+	})
+	st, err := os.Stat(dst)
+	require.NoError(t, err)
+	require.Less(t, st.Size(), int64(1<<20), "the hostile workbook stays small on disk")
+	return dst
+}
+
+const sheetHead = `<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>`
+const sheetTail = `</sheetData></worksheet>`
+
+// A workbook cannot take the machine: a worksheet that unpacks to more than a worksheet
+// may, and a cell or shared string larger than a cell may, fail with ErrTooLarge, within
+// the reader's bounds of memory (the limits are small here to keep the test quick; the
+// defaults are DefaultMaxSheetSize and DefaultMaxCellSize).
+func TestXLSXHostileWorkbooks(t *testing.T) {
+	t.Parallel()
+	header := `<row r="1"><c r="A1" t="inlineStr"><is><t>email</t></is></c></row>`
+	row := func(n int, v string) string {
+		return fmt.Sprintf(`<row r="%d"><c r="A%d" t="inlineStr"><is><t>%s</t></is></c></row>`, n, n, v)
+	}
+	whitespace := []byte(sheetHead + header + row(2, "a@example.no") + strings.Repeat(" ", 24<<20) + row(3, "b@example.no") + sheetTail)
+	bigCell := []byte(sheetHead + header + row(2, strings.Repeat("a", 3<<20)) + sheetTail)
+	bigTag := []byte(sheetHead + header + `<row r="2"><c r="A2" t="inlineStr" x="` + strings.Repeat("a", 3<<20) + `"><is><t>a</t></is></c></row>` + sheetTail)
+	sst := []byte(`<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>email</t></si><si><t>` + strings.Repeat("b", 3<<20) + `</t></si></sst>`)
+	sharedRef := []byte(sheetHead + `<row r="1"><c r="A1" t="s"><v>0</v></c></row><row r="2"><c r="A2" t="s"><v>1</v></c></row>` + sheetTail)
+
+	tests := []struct {
+		name    string
+		path    string
+		opts    sources.XLSXOptions
+		wantHas string
+	}{
+		{"white space past the worksheet limit", hostileWorkbook(t, whitespace, nil), sources.XLSXOptions{MaxSheetSize: 16 << 20},
+			"xl/worksheets/sheet1.xml unpacks to 25166186 bytes, more than the 16777216 one part may"},
+		{"a cell past the cell limit", hostileWorkbook(t, bigCell, nil), sources.XLSXOptions{},
+			"a cell in row 2 is larger than 1048576 bytes"},
+		{"a cell's tag past the cell limit", hostileWorkbook(t, bigTag, nil), sources.XLSXOptions{},
+			"larger than 1048576 bytes"},
+		{"a shared string past the cell limit", hostileWorkbook(t, sharedRef, sst), sources.XLSXOptions{},
+			"shared string 1 is larger than 1048576 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.opts.TempDir = t.TempDir()
+			r, err := sources.OpenXLSX(context.Background(), tt.path, tt.opts)
+			if err == nil {
+				defer r.Close()
+				_, err = readAllErr(r)
+			}
+			require.ErrorIs(t, err, sources.ErrTooLarge)
+			require.ErrorContains(t, err, tt.wantHas)
+			require.ErrorContains(t, err, tt.path)
+		})
+	}
+
+	t.Run("within the limits the same rows read", func(t *testing.T) {
+		t.Parallel()
+		r := openXLSX(t, hostileWorkbook(t, whitespace, nil), sources.XLSXOptions{})
+		rows := readAll(t, r)
+		require.Len(t, rows, 2)
+		require.Equal(t, []string{"b@example.no"}, rows[1].values)
+	})
+}
+
+// readAllErr reads r to the end and returns the first fatal error.
+func readAllErr(r sources.Reader) (int, error) {
+	n := 0
+	for {
+		_, err := r.Next(context.Background())
+		var rowErr *sources.RowError
+		switch {
+		case err == nil, errors.As(err, &rowErr):
+			n++
+		case errors.Is(err, io.EOF):
+			return n, nil
+		default:
+			return n, err
+		}
+	}
+}
+
+// A worksheet that declares an unpacked size over the limit is refused before a byte of it
+// is unpacked, with the default limits.
+func TestXLSXSheetDeclaredTooLarge(t *testing.T) {
+	t.Parallel()
+	good := simpleWorkbook(t, 1)
+	dst := filepath.Join(t.TempDir(), "declared.xlsx")
+	rewriteZip(t, good, dst, func(f *zip.File, w *zip.Writer) bool {
+		if f.Name != "xl/worksheets/sheet1.xml" {
+			return false
+		}
+		raw, err := w.CreateRaw(&zip.FileHeader{Name: f.Name, Method: zip.Deflate, CompressedSize64: 2, UncompressedSize64: 1900 << 20})
+		require.NoError(t, err)
+		_, err = raw.Write([]byte{3, 0})
+		require.NoError(t, err)
+		return true
+	})
+	_, err := sources.OpenXLSX(context.Background(), dst, sources.XLSXOptions{TempDir: t.TempDir()})
+	require.ErrorIs(t, err, sources.ErrTooLarge)
+	require.ErrorContains(t, err, "xl/worksheets/sheet1.xml unpacks to 1992294400 bytes, more than the 1073741824 one part may")
+}
+
+// The readers of a process share a memory budget: a workbook whose shared strings alone
+// need more fails at once; two that fit one at a time take turns.
+func TestXLSXMemoryBudget(t *testing.T) {
+	// Not parallel: it changes the process's budget.
+	sst := []byte(`<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>email</t></si><si><t>` + strings.Repeat("b", 4<<20) + `</t></si></sst>`)
+	sheet := []byte(sheetHead + `<row r="1"><c r="A1" t="s"><v>0</v></c></row>` + sheetTail)
+	path := hostileWorkbook(t, sheet, sst)
+	defer sources.SetXLSXMemory(sources.DefaultXLSXMemory)
+
+	sources.SetXLSXMemory(4 << 20)
+	_, err := sources.OpenXLSX(context.Background(), path, sources.XLSXOptions{TempDir: t.TempDir(), MaxCellSize: 8 << 20})
+	require.ErrorIs(t, err, sources.ErrTooLarge)
+	require.ErrorContains(t, err, "more than the 4194304 all workbooks read at once may take")
+
+	sources.SetXLSXMemory(40 << 20)
+	opts := sources.XLSXOptions{TempDir: t.TempDir(), MaxCellSize: 8 << 20}
+	first, err := sources.OpenXLSX(context.Background(), path, opts)
+	require.NoError(t, err)
+	// The second waits for its turn until the first closes, here until its context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err = sources.OpenXLSX(ctx, path, opts)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "wait for memory")
+	require.NoError(t, first.Close())
+	second, err := sources.OpenXLSX(context.Background(), path, opts)
+	require.NoError(t, err)
+	require.NoError(t, second.Close())
+}
+
+// TestXLSXHelperHold is run by TestXLSXKilledRunTempFiles in a child process: it opens a
+// workbook, says so, and holds it open until it is killed.
+func TestXLSXHelperHold(t *testing.T) {
+	path := os.Getenv("SUBSYNC_TEST_HOLD_XLSX")
+	if path == "" {
+		return // only as the child process
+	}
+	_, err := sources.OpenXLSX(context.Background(), path, sources.XLSXOptions{TempDir: os.Getenv("SUBSYNC_TEST_HOLD_TMP")})
+	require.NoError(t, err)
+	fmt.Println("opened")
+	_, _ = io.Copy(io.Discard, os.Stdin) // until killed
+}
+
+// The temporary files of a run killed with SIGKILL are removed when the next workbook is
+// opened; those of a run still open are not.
+func TestXLSXKilledRunTempFiles(t *testing.T) {
+	t.Parallel()
+	path := simpleWorkbook(t, 3)
+	tmp := t.TempDir()
+	hold := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestXLSXHelperHold$")
+		cmd.Env = append(os.Environ(), "SUBSYNC_TEST_HOLD_XLSX="+path, "SUBSYNC_TEST_HOLD_TMP="+tmp)
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = stdin.Close() })
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		line, err := bufio.NewReader(out).ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "opened\n", line)
+		return cmd
+	}
+	killed := hold()
+	require.NoError(t, killed.Process.Kill())
+	require.Error(t, killed.Wait())
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Len(t, left, 1, "the killed run left its directory")
+	stale := left[0].Name()
+
+	r, err := sources.OpenXLSX(context.Background(), path, sources.XLSXOptions{TempDir: tmp})
+	require.NoError(t, err)
+	left, err = os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Len(t, left, 1, "this reader's directory")
+	require.NotEqual(t, stale, left[0].Name(), "the killed run's directory is removed")
+
+	alive := hold()
+	t.Cleanup(func() { _ = alive.Process.Kill(); _ = alive.Wait() })
+	left, err = os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Len(t, left, 2, "a directory of a reader still open is kept")
+	require.NoError(t, r.Close())
+	left, err = os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Len(t, left, 1, "the other process's reader is still open")
+	require.NoError(t, alive.Process.Kill())
+	_ = alive.Wait()
+	r, err = sources.OpenXLSX(context.Background(), path, sources.XLSXOptions{TempDir: tmp})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	left, err = os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, left)
+}
+
+// peopleWorkbook is a workbook as people make them: a notes sheet first, a hidden sheet,
+// then the members with a title and a blank row above the header on row 3.
+func peopleWorkbook(t testing.TB) string {
+	t.Helper()
+	f := excelize.NewFile()
+	defer f.Close()
+	require.NoError(t, f.SetSheetName("Sheet1", "Notes"))
+	require.NoError(t, f.SetSheetRow("Notes", "A1", &[]any{"Read me first"}))
+	require.NoError(t, f.SetSheetRow("Notes", "A2", &[]any{"Exported from the member register", "2024-05-01"}))
+	for _, name := range []string{"Old", "Medlemmer"} {
+		_, err := f.NewSheet(name)
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.SetSheetRow("Old", "A1", &[]any{"E-post"}))
+	require.NoError(t, f.SetSheetRow("Old", "A2", &[]any{"old@example.no"}))
+	require.NoError(t, f.SetSheetVisible("Old", false))
+	require.NoError(t, f.SetSheetRow("Medlemmer", "A1", &[]any{"Medlemsliste 2024"}))
+	require.NoError(t, f.SetSheetRow("Medlemmer", "A3", &[]any{"Navn", "E-post", "Telefon"}))
+	require.NoError(t, f.SetSheetRow("Medlemmer", "A4", &[]any{"Ola Nordmann", "ola@example.no", 4791234567}))
+	require.NoError(t, f.SetSheetRow("Medlemmer", "A5", &[]any{"Kari Nordmann", "kari@example.no", 4790000000}))
+	path := filepath.Join(t.TempDir(), "medlemmer.xlsx")
+	require.NoError(t, f.SaveAs(path))
+	return path
+}
+
+// hasEmailColumn stands for the caller's mapping.
+func hasEmailColumn(cells []string) bool {
+	return slices.ContainsFunc(cells, func(c string) bool { return strings.EqualFold(c, "E-post") })
+}
+
+// With no sheet or header row given, IsHeader finds the visible sheet and the row.
+func TestXLSXFindsSheetAndHeader(t *testing.T) {
+	t.Parallel()
+	path := peopleWorkbook(t)
+	r := openXLSX(t, path, sources.XLSXOptions{IsHeader: hasEmailColumn})
+	require.Equal(t, "Medlemmer", r.Sheet(), "the notes sheet and the hidden one are passed over")
+	require.Equal(t, []string{"Navn", "E-post", "Telefon"}, r.Header())
+	pr := r.Progress()
+	require.Positive(t, pr.TotalBytes, "the worksheet's size gives the progress a total")
+	require.Equal(t, []row{
+		{line: 4, values: []string{"Ola Nordmann", "ola@example.no", "4791234567"}},
+		{line: 5, values: []string{"Kari Nordmann", "kari@example.no", "4790000000"}},
+	}, readAll(t, r))
+	require.Equal(t, pr.TotalBytes, r.Progress().Bytes, "the whole worksheet is read")
+
+	t.Run("given a sheet, IsHeader is not asked", func(t *testing.T) {
+		t.Parallel()
+		r := openXLSX(t, path, sources.XLSXOptions{Sheet: "Notes", IsHeader: hasEmailColumn})
+		require.Equal(t, []string{"Read me first"}, r.Header())
+	})
+	t.Run("no row found names what was read", func(t *testing.T) {
+		t.Parallel()
+		_, err := sources.OpenXLSX(context.Background(), path, sources.XLSXOptions{IsHeader: func([]string) bool { return false }})
+		require.ErrorIs(t, err, sources.ErrNoHeader)
+		require.ErrorContains(t, err, `no row with a column for the e-mail address in sheet "Notes" rows 1-2, sheet "Medlemmer" rows 1-5; the workbook has "Notes", "Old", "Medlemmer" (set sheet and header_row)`)
+	})
 }

@@ -230,3 +230,26 @@ func dataFormats(f *excelize.File) error {
 // noNumFmt is a number format id that is neither built in nor defined: excelize returns
 // the value of a cell styled with it unformatted.
 const noNumFmt = -1
+
+// sharedStringsPart returns the lower-case name of the workbook's shared-string part, ""
+// when it has none.
+func sharedStringsPart(zr *zip.Reader) string {
+	var rels struct {
+		Rels []struct {
+			Type   string `xml:"Type,attr"`
+			Target string `xml:"Target,attr"`
+		} `xml:"Relationship"`
+	}
+	if decodePart(zr, "xl/_rels/workbook.xml.rels", &rels) != nil {
+		return ""
+	}
+	for _, r := range rels.Rels {
+		if strings.HasSuffix(r.Type, "/sharedStrings") {
+			if strings.HasPrefix(r.Target, "/") {
+				return strings.ToLower(strings.TrimPrefix(r.Target, "/"))
+			}
+			return strings.ToLower(path.Join("xl", r.Target))
+		}
+	}
+	return ""
+}

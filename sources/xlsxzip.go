@@ -39,7 +39,6 @@ var (
 type proxyEntry struct {
 	ctx  context.Context
 	file *zip.File
-	head *bytes.Buffer // the first bytes of a worksheet, for its <dimension>; nil otherwise
 
 	mu  sync.Mutex
 	err error // the first read error
@@ -64,24 +63,19 @@ type proxyArchive struct {
 	data    []byte
 	keys    []uint64
 	entries []*proxyEntry
-	heads   map[string]*bytes.Buffer // by lower-case entry name
 }
-
-// maxHead is how much of a worksheet is kept to find its <dimension>.
-const maxHead = 4 << 10
 
 func newProxyArchive(ctx context.Context, zr *zip.Reader) (*proxyArchive, error) {
 	proxyOnce.Do(func() { zip.RegisterDecompressor(proxyMethod, openProxyEntry) })
-	p := &proxyArchive{heads: map[string]*bytes.Buffer{}}
+	p := &proxyArchive{}
 	var buf bytes.Buffer
 	w := zip.NewWriter(&buf)
 	for _, f := range zr.File {
+		if isWorksheetPart(f.Name) {
+			continue // streamed by the reader itself (xlsxsheet.go)
+		}
 		key := proxySeq.Add(1)
 		e := &proxyEntry{ctx: ctx, file: f}
-		if name := strings.ToLower(f.Name); strings.HasPrefix(name, "xl/worksheets/") {
-			e.head = &bytes.Buffer{}
-			p.heads[name] = e.head
-		}
 		proxyEntries.Store(key, e)
 		p.keys = append(p.keys, key)
 		p.entries = append(p.entries, e)
@@ -160,9 +154,6 @@ func (p *proxyReader) Read(b []byte) (int, error) {
 		return 0, err
 	}
 	n, err := p.rc.Read(b)
-	if h := p.e.head; h != nil && h.Len() < maxHead {
-		h.Write(b[:min(n, maxHead-h.Len())])
-	}
 	if err != nil && err != io.EOF {
 		if errors.Is(err, zip.ErrFormat) {
 			err = fmt.Errorf("%w: it unpacks to more than the %d bytes its header declares (%w)", ErrTooLarge, p.e.file.UncompressedSize64, err)
@@ -178,3 +169,9 @@ type errReadCloser struct{ err error }
 
 func (e errReadCloser) Read([]byte) (int, error) { return 0, e.err }
 func (e errReadCloser) Close() error             { return nil }
+
+// isWorksheetPart reports whether name is a worksheet's XML (not its relationships).
+func isWorksheetPart(name string) bool {
+	name = strings.ToLower(name)
+	return strings.HasPrefix(name, "xl/worksheets/") && !strings.Contains(name[len("xl/worksheets/"):], "/")
+}
