@@ -336,10 +336,15 @@ func TestContractByListAndByEmail(t *testing.T) {
 
 func TestContractStatusChanges(t *testing.T) {
 	t.Parallel()
-	for _, wrapped := range []bool{false, true} {
-		t.Run(fmt.Sprintf("wrapped=%t", wrapped), func(t *testing.T) {
+	for name, opt := range map[string]sinktest.Option{
+		"bare":    sinktest.WithStatusWrapped(false),
+		"wrapped": sinktest.WithStatusWrapped(true),
+		"paged":   sinktest.WithStatusPaged(1),
+		"days":    sinktest.WithStatusDays(true),
+	} {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, nil, sinktest.WithStatusWrapped(wrapped))
+			b := setup(t, nil, opt)
 			ctx := t.Context()
 			c := b.client
 			list := b.srv.CreateList("L")

@@ -39,6 +39,8 @@ type options struct {
 	now           func() time.Time
 	faults        Faults
 	statusWrapped bool
+	statusPaged   int  // entries per page of /subscriberstatus; 0 = one answer
+	statusDays    bool // from_date/to_date read as whole days
 	plain401      bool
 	activeRevives bool
 	logger        *slog.Logger
@@ -62,6 +64,15 @@ func WithFaults(f Faults) Option { return func(o *options) { o.faults = f } }
 
 // WithStatusWrapped makes /subscriberstatus answer {"changes":[...]} instead of a bare array.
 func WithStatusWrapped(on bool) Option { return func(o *options) { o.statusWrapped = on } }
+
+// WithStatusPaged makes /subscriberstatus answer perPage entries at a time, as
+// {"data":[...],"meta":{"current_page","last_page","per_page","total"},"links":{"next":URL|null}},
+// the page chosen by the query's page (from 1). 0 = one answer with every entry.
+func WithStatusPaged(perPage int) Option { return func(o *options) { o.statusPaged = max(perPage, 0) } }
+
+// WithStatusDays makes /subscriberstatus read from_date and to_date as whole days, in UTC:
+// from the start of from_date's day to the end of to_date's, whatever time they carry.
+func WithStatusDays(on bool) Option { return func(o *options) { o.statusDays = on } }
 
 // WithPlainText401 makes a 401 carry a plain-text body instead of {"status":"401 Unauthorized"}.
 func WithPlainText401(on bool) Option { return func(o *options) { o.plain401 = on } }
