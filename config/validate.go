@@ -58,6 +58,7 @@ func (c *Config) setDefaults() {
 	st.Schedule = cmp.Or(st.Schedule, StatusScheduleDefault)
 	st.TimeZone = cmp.Or(st.TimeZone, TimeZoneDefault)
 	st.Overlap = cmp.Or(st.Overlap, Duration(StatusOverlapDefault))
+	st.ReconcileSchedule = cmp.Or(st.ReconcileSchedule, ReconcileScheduleDefault)
 }
 
 func kindFromPath(p string) string {
@@ -144,6 +145,9 @@ func (c *Config) validate(p *problems) {
 	st := c.Status
 	if st.Schedule != Off {
 		checkSchedule(p, "status.schedule", st.Schedule, "status.time_zone")
+	}
+	if st.ReconcileSchedule != Off {
+		checkSchedule(p, "status.reconcile_schedule", st.ReconcileSchedule, "status.time_zone")
 	}
 	checkTimeZone(p, "status.time_zone", st.TimeZone)
 	if st.Overlap < 0 {

@@ -39,8 +39,9 @@ type options struct {
 	now           func() time.Time
 	faults        Faults
 	statusWrapped bool
-	statusPaged   int  // entries per page of /subscriberstatus; 0 = one answer
-	statusDays    bool // from_date/to_date read as whole days
+	statusWrapKey string // the member a wrapped feed holds its entries under; "" = changes
+	statusPaged   int    // entries per page of /subscriberstatus; 0 = one answer
+	statusDays    bool   // from_date/to_date read as whole days
 	plain401      bool
 	activeRevives bool
 	logger        *slog.Logger
@@ -64,6 +65,12 @@ func WithFaults(f Faults) Option { return func(o *options) { o.faults = f } }
 
 // WithStatusWrapped makes /subscriberstatus answer {"changes":[...]} instead of a bare array.
 func WithStatusWrapped(on bool) Option { return func(o *options) { o.statusWrapped = on } }
+
+// WithStatusWrapKey makes /subscriberstatus answer {key:[...]}: a shape a client may not
+// know (WithStatusWrapped uses "changes").
+func WithStatusWrapKey(key string) Option {
+	return func(o *options) { o.statusWrapped, o.statusWrapKey = key != "", key }
+}
 
 // WithStatusPaged makes /subscriberstatus answer perPage entries at a time, as
 // {"data":[...],"meta":{"current_page","last_page","per_page","total"},"links":{"next":URL|null}},
@@ -100,6 +107,9 @@ type Emulator struct {
 
 	rmu  sync.Mutex // guards reqs
 	reqs []Request
+
+	smu         sync.Mutex // guards rawStatuses
+	rawStatuses []string
 
 	stop     chan struct{} // closed by shutdown: ends every Latency wait
 	stopOnce sync.Once

@@ -1,6 +1,7 @@
 package sinktest
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"slices"
@@ -10,6 +11,14 @@ import (
 
 // defaultStatusWindow is how far back /subscriberstatus looks without from_date.
 const defaultStatusWindow = 30 * 24 * time.Hour
+
+// AddStatusEntry makes every answer of /subscriberstatus (its first page) start with raw, a
+// JSON value written as given: an entry a client may not be able to read.
+func (e *Emulator) AddStatusEntry(raw string) {
+	e.smu.Lock()
+	defer e.smu.Unlock()
+	e.rawStatuses = append(e.rawStatuses, raw)
+}
 
 // statusFeed serves GET /subscriberstatus: the recorded status changes whose date_updated lies
 // in [from_date, to_date], oldest first. Without from_date the window starts 30 days ago.
@@ -80,11 +89,23 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 	case e.opts.statusPaged > 0:
 		out = append(out, `{"data":`...)
 	case e.opts.statusWrapped:
-		out = append(out, `{"changes":`...)
+		out = appendString(append(out, '{'), cmp.Or(e.opts.statusWrapKey, "changes"))
+		out = append(out, ':')
 	}
 	out = append(out, '[')
-	for i, c := range sel {
-		if i > 0 {
+	n := 0
+	if page == 1 {
+		e.smu.Lock()
+		for _, raw := range e.rawStatuses {
+			if n++; n > 1 {
+				out = append(out, ',')
+			}
+			out = append(out, raw...)
+		}
+		e.smu.Unlock()
+	}
+	for _, c := range sel {
+		if n++; n > 1 {
 			out = append(out, ',')
 		}
 		o := newObj(out)
