@@ -42,6 +42,7 @@ type options struct {
 	statusWrapKey string // the member a wrapped feed holds its entries under; "" = changes
 	statusPaged   int    // entries per page of /subscriberstatus; 0 = one answer
 	statusDays    bool   // from_date/to_date read as whole days
+	rowMessages   bool   // a 422 carries a message naming the row and reason
 	plain401      bool
 	activeRevives bool
 	logger        *slog.Logger
@@ -80,6 +81,11 @@ func WithStatusPaged(perPage int) Option { return func(o *options) { o.statusPag
 // WithStatusDays makes /subscriberstatus read from_date and to_date as whole days, in UTC:
 // from the start of from_date's day to the end of to_date's, whatever time they carry.
 func WithStatusDays(on bool) Option { return func(o *options) { o.statusDays = on } }
+
+// WithRowMessages makes a 422 carry a message naming the refused row and the reason,
+// {"status":"422 Unprocessable entity","message":"row 3: invalid email"}. By default a 422
+// answers exactly the spec's {"status":"422 Unprocessable entity"} and nothing more.
+func WithRowMessages(on bool) Option { return func(o *options) { o.rowMessages = on } }
 
 // WithPlainText401 makes a 401 carry a plain-text body instead of {"status":"401 Unauthorized"}.
 func WithPlainText401(on bool) Option { return func(o *options) { o.plain401 = on } }
@@ -165,6 +171,9 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var ri reqInfo
 	h := e.authed(e.route(r))
+	if !e.opts.rowMessages {
+		h = seedBody422(h)
+	}
 	if d.kind == faultDrop {
 		// The drop is decided before and executed after the effect: the store changes and the
 		// client sees a broken response, as when a connection dies on the way back.
