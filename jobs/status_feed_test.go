@@ -109,8 +109,8 @@ func TestStatusPullPaged25000(t *testing.T) {
 			require.NoError(t, b.emu.SetStatus(e, b.listID, status))
 		}
 		// Recording 25,000 changes in one SQLite transaction can hold the database longer
-		// than the tests' 1s lease, and another attempt would take the run over.
-		b.cfg.LeaseTTL = 10 * time.Second
+		// than the tests' 1s lease, and another attempt would take the run over: the default.
+		b.cfg.LeaseTTL = jobs.LeaseTTLDefault
 		rt := b.open(t)
 		id, err := rt.EnqueueStatusPull(ctx)
 		pull := waitRun(t, rt, id, err)

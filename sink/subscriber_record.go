@@ -122,7 +122,8 @@ func (c *Client) Subscriber(ctx context.Context, id int64) (SubscriberRecord, er
 // UpsertSubscriber creates or updates one subscriber in a list
 // (POST /subscribers?subscriber_list_id=) and returns the id the service answered with
 // (0 if the acknowledgement carries none). status "" is omitted (the service then makes a
-// new subscriber active); otherwise it is active, unsubscribed or bounce.
+// new subscriber active); otherwise it is active, unsubscribed or bounce, and is sent both as
+// a body member (the spec's seed) and as a query parameter (the public PHP client).
 func (c *Client) UpsertSubscriber(ctx context.Context, listID int64, s Subscriber, status string) (int64, error) {
 	if strings.TrimSpace(s.Email) == "" {
 		return 0, fmt.Errorf("upsert subscriber: %w: the e-mail is empty", ErrInvalidInput)
@@ -142,10 +143,12 @@ func (c *Client) UpsertSubscriber(ctx context.Context, listID int64, s Subscribe
 		body = appendString(body, status)
 		body = append(body, '}')
 	}
-	cl := &call{
-		method: http.MethodPost, route: "/subscribers", path: "/subscribers", body: body,
-		query: url.Values{"subscriber_list_id": {strconv.FormatInt(listID, 10)}},
+	query := url.Values{"subscriber_list_id": {strconv.FormatInt(listID, 10)}}
+	if status != "" {
+		// Both places: the seed puts it in the body, the public PHP client in the query.
+		query.Set("status", status)
 	}
+	cl := &call{method: http.MethodPost, route: "/subscribers", path: "/subscribers", body: body, query: query}
 	resp, err := c.do(ctx, cl)
 	if err != nil {
 		return 0, err

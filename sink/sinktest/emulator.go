@@ -43,6 +43,7 @@ type options struct {
 	statusPaged   int    // entries per page of /subscriberstatus; 0 = one answer
 	statusDays    bool   // from_date/to_date read as whole days
 	rowMessages   bool   // a 422 carries a message naming the row and reason
+	statusQuery   bool   // single create reads status only from the query
 	plain401      bool
 	activeRevives bool
 	logger        *slog.Logger
@@ -86,6 +87,11 @@ func WithStatusDays(on bool) Option { return func(o *options) { o.statusDays = o
 // {"status":"422 Unprocessable entity","message":"row 3: invalid email"}. By default a 422
 // answers exactly the spec's {"status":"422 Unprocessable entity"} and nothing more.
 func WithRowMessages(on bool) Option { return func(o *options) { o.rowMessages = on } }
+
+// WithStatusFromQuery makes single create/update (POST /subscribers) read status and
+// status_mobile only from the query, as the public PHP client sends them, ignoring the body's.
+// By default the body's (the seed's form) is read, and the query's when the body has none.
+func WithStatusFromQuery(on bool) Option { return func(o *options) { o.statusQuery = on } }
 
 // WithPlainText401 makes a 401 carry a plain-text body instead of {"status":"401 Unauthorized"}.
 func WithPlainText401(on bool) Option { return func(o *options) { o.plain401 = on } }

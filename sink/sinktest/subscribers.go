@@ -99,8 +99,9 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 }
 
 // createSubscriber is the single create/update: an upsert by e-mail into the list(s) of the
-// query. A status in the body is applied as given (active revives); without one a new
-// membership is active and an existing one keeps its status.
+// query. A status in the body (or, without one, in the query; only the query's with
+// WithStatusFromQuery) is applied as given (active revives); without one a new membership is
+// active and an existing one keeps its status.
 func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 	body, err := readBody(w, r)
 	if err != nil {
@@ -129,7 +130,26 @@ func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *r
 		write422(w, "%s", reason)
 		return
 	}
-	s := e.st.apply(&u, applyOpts{lists: ids, status: status, revive: true}, ms(e.now()))
+	q := r.URL.Query()
+	var mobile uint8
+	if e.opts.statusQuery {
+		status = stNone
+	}
+	for _, p := range []struct {
+		key string
+		to  *uint8
+	}{{"status", &status}, {"status_mobile", &mobile}} {
+		if !q.Has(p.key) || *p.to != stNone {
+			continue
+		}
+		st, ok := parseStatus(q.Get(p.key), false)
+		if !ok {
+			write422(w, "unknown %s %q", p.key, q.Get(p.key))
+			return
+		}
+		*p.to = st
+	}
+	s := e.st.apply(&u, applyOpts{lists: ids, status: status, mobile: mobile, revive: true}, ms(e.now()))
 	writeJSON(w, http.StatusOK, ack{Status: "200 Success", ID: s.id})
 }
 
