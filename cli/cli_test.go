@@ -206,6 +206,9 @@ func TestSubscribers(t *testing.T) {
 	require.Equal(t, "gold", deref(show.Fields[slot]))
 	byEmail := decode[subscriberJSON](t, h.ok("subscribers", "show", "ada@example.com", "--json"))
 	require.Equal(t, show.ID, byEmail.ID)
+	none := h.run("", "subscribers", "show", "nobody@example.com")
+	require.NotZero(t, none.code)
+	require.Contains(t, none.stderr, "no subscriber has this e-mail")
 	require.Contains(t, h.ok("subscribers", "show", id), "Ada")
 
 	legacy := decode[legacySubscriberJSON](t, h.ok("subscribers", "show", id, "--legacy", "--json"))

@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -207,25 +208,34 @@ func (c *Client) SubscribersByList(ctx context.Context, q ByListQuery) ([]Subscr
 	return c.records(ctx, cl)
 }
 
-// SubscribersByEmail fetches the subscribers with these e-mails (POST /subscribers/by_email),
-// in requests of at most MaxPerPage e-mails. Unknown e-mails are simply absent.
-func (c *Client) SubscribersByEmail(ctx context.Context, emails []string) ([]SubscriberRecord, error) {
-	var out []SubscriberRecord
-	for start := 0; start < len(emails); start += MaxPerPage {
-		chunk := emails[start:min(start+MaxPerPage, len(emails))]
-		body, err := json.Marshal(struct {
-			Emails []string `json:"emails"`
-		}{chunk})
-		if err != nil {
-			return nil, fmt.Errorf("subscribers by e-mail: %w", err)
-		}
-		recs, err := c.records(ctx, &call{method: http.MethodPost, route: "/subscribers/by_email", path: "/subscribers/by_email", body: body})
-		if err != nil {
-			return out, err
-		}
-		out = append(out, recs...)
+// SubscriberByEmail finds the subscriber with this e-mail (POST /subscribers/by_email with
+// {"email": …}, as public clients call it). found is false when the service answers 404.
+func (c *Client) SubscriberByEmail(ctx context.Context, email string) (rec SubscriberRecord, found bool, err error) {
+	if strings.TrimSpace(email) == "" {
+		return rec, false, fmt.Errorf("subscriber by e-mail: %w: the e-mail is empty", ErrInvalidInput)
 	}
-	return out, nil
+	body, err := json.Marshal(struct {
+		Email string `json:"email"`
+	}{strings.TrimSpace(email)})
+	if err != nil {
+		return rec, false, fmt.Errorf("subscriber by e-mail: %w", err)
+	}
+	cl := &call{method: http.MethodPost, route: "/subscribers/by_email", path: "/subscribers/by_email", body: body}
+	resp, err := c.do(ctx, cl)
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusNotFound {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, err
+	}
+	if err := c.decodeJSON(cl, resp, &rec); err != nil {
+		return rec, false, err
+	}
+	if rec.ID == 0 {
+		return rec, false, fmt.Errorf("%s %s: the response holds no subscriber id", cl.method, cl.path)
+	}
+	return rec, true, nil
 }
 
 func (c *Client) records(ctx context.Context, cl *call) ([]SubscriberRecord, error) {

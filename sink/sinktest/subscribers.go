@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -302,39 +303,31 @@ func (e *Emulator) byList(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 	writeRaw(w, http.StatusOK, append(out, ']'))
 }
 
-// byEmail serves POST /subscribers/by_email: the subscribers found, in the order asked.
-func (e *Emulator) byEmail(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
+// byEmail serves POST /subscribers/by_email: {"email": …} answers the one subscriber with
+// this e-mail (trimmed, case-insensitive), or 404 when there is none, as public clients use it.
+func (e *Emulator) byEmail(w http.ResponseWriter, r *http.Request, ri *reqInfo) {
 	body, err := readBody(w, r)
 	if err != nil {
 		return
 	}
 	var b struct {
-		Emails []string `json:"emails"`
+		Email *string `json:"email"`
 	}
 	if err := decodeObject(w, body, &b); err != nil {
 		return
 	}
-	if len(b.Emails) > MaxBulkRows {
-		write422(w, "more than %d emails in one request", MaxBulkRows)
+	if b.Email == nil || strings.TrimSpace(*b.Email) == "" {
+		write422(w, "email is required")
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	fields := e.st.sortedFields()
-	out := []byte{'['}
-	seen := make(map[int64]bool, len(b.Emails))
-	for _, email := range b.Emails {
-		s := e.st.byKey[emailKey(email)]
-		if s == nil || seen[s.id] {
-			continue
-		}
-		seen[s.id] = true
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = e.st.showV2(out, s, fields)
+	s := e.st.byKey[emailKey(*b.Email)]
+	if s == nil {
+		notFound(w, r, ri)
+		return
 	}
-	writeRaw(w, http.StatusOK, append(out, ']'))
+	writeRaw(w, http.StatusOK, e.st.showV2(nil, s, e.st.sortedFields()))
 }
 
 // parseTime reads an ISO 8601 time (UTC when no zone is given) or a date YYYY-MM-DD. A date

@@ -141,6 +141,10 @@ func TestByListAndByEmail(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, b.v2("GET", base+"&per_page=1001", "").status)
 	require.Equal(t, http.StatusUnprocessableEntity, b.v2("GET", "/subscribers/by_list", "").status)
 
-	r := b.ok("POST", "/subscribers/by_email", `{"emails":["C@example.com","nobody@example.com","a@example.com"]}`)
-	require.Equal(t, []string{"c@example.com", "a@example.com"}, emails(r))
+	one := decode[map[string]any](t, b.ok("POST", "/subscribers/by_email", `{"email":" C@example.com"}`))
+	require.Equal(t, "c@example.com", one["email"])
+	r := b.v2("POST", "/subscribers/by_email", `{"email":"nobody@example.com"}`)
+	require.Equal(t, http.StatusNotFound, r.status)
+	require.JSONEq(t, `{"status":"404 Not found"}`, r.body)
+	require.Equal(t, http.StatusUnprocessableEntity, b.v2("POST", "/subscribers/by_email", `{"emails":["a@example.com"]}`).status)
 }
