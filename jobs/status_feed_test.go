@@ -2,8 +2,10 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -226,4 +228,55 @@ func TestReconcileOnItsOwn(t *testing.T) {
 		rec = waitRun(t, rt, id, err)
 		require.Equal(t, state.Counts{}, rec.Counts, "since the last reconciliation minus a day: nothing updated")
 	})
+}
+
+// TestStatusLoopEverySwitch runs the status loop — import, the service records unsubscribes
+// and bounces, pull, suppress, write back, import again — against the emulator in each of its
+// alternatives (sinktest.Switches).
+func TestStatusLoopEverySwitch(t *testing.T) {
+	t.Parallel()
+	for _, sw := range sinktest.Switches() {
+		t.Run("switch="+sw.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			b := setup(t, "sqlite", sw.Options...)
+			b.cfg.Sink.ListIDArray = sw.ListIDArray
+			path := filepath.Join(t.TempDir(), "status-changes.csv")
+			b.cfg.StatusPull.WriteBack = jobs.WriteBackSpec{Kind: jobs.WriteBackCSV, Path: path}
+			rt := b.open(t)
+			file := contacts(t, t.TempDir(), 20, nil)
+
+			id, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: file, ListID: b.listID})
+			imp := waitRun(t, rt, id, err)
+			require.Equal(t, int64(20), imp.Counts.Sent)
+			for i := 1; i <= 5; i++ {
+				status := "unsubscribed"
+				if i > 3 {
+					status = "bounce"
+				}
+				require.NoError(t, b.emu.SetStatus(fmt.Sprintf("person%d@example.com", i), b.listID, status))
+			}
+
+			id, err = rt.EnqueueStatusPull(ctx)
+			pull := waitRun(t, rt, id, err)
+			require.Equal(t, state.Counts{Read: 5, Sent: 5}, pull.Counts)
+			require.Empty(t, pull.Error)
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, 6, strings.Count(string(data), "\n"), "a header and the 5 changes written back")
+
+			id, err = rt.EnqueueImport(ctx, jobs.ImportArgs{Path: file, ListID: b.listID})
+			again := waitRun(t, rt, id, err)
+			require.Equal(t, int64(5), again.Counts.Suppressed)
+			require.Equal(t, int64(15), again.Counts.Sent)
+			for i := 1; i <= 5; i++ {
+				s, _ := b.emu.SubscriberByEmail(fmt.Sprintf("person%d@example.com", i))
+				require.NotEqual(t, "active", s.Lists[b.listID].Status, "person%d stays suppressed", i)
+			}
+
+			id, err = rt.EnqueueStatusPull(ctx)
+			second := waitRun(t, rt, id, err)
+			require.Equal(t, state.Counts{Read: 5, Duplicates: 5}, second.Counts, "nothing new")
+		})
+	}
 }

@@ -144,7 +144,7 @@ func (c *Client) UpsertSubscriber(ctx context.Context, listID int64, s Subscribe
 		body = appendString(body, status)
 		body = append(body, '}')
 	}
-	query := url.Values{"subscriber_list_id": {strconv.FormatInt(listID, 10)}}
+	query := url.Values{c.listParam(): {strconv.FormatInt(listID, 10)}}
 	if status != "" {
 		// Both places: the seed puts it in the body, the public PHP client in the query.
 		query.Set("status", status)

@@ -44,6 +44,8 @@ type options struct {
 	statusDays    bool   // from_date/to_date read as whole days
 	rowMessages   bool   // a 422 carries a message naming the row and reason
 	statusQuery   bool   // single create reads status only from the query
+	listArrayOnly bool   // only subscriber_list_id[] names the list(s)
+	putOnly       bool   // PATCH is refused with 405; updates take PUT
 	plain401      bool
 	activeRevives bool
 	logger        *slog.Logger
@@ -92,6 +94,13 @@ func WithRowMessages(on bool) Option { return func(o *options) { o.rowMessages =
 // status_mobile only from the query, as the public PHP client sends them, ignoring the body's.
 // By default the body's (the seed's form) is read, and the query's when the body has none.
 func WithStatusFromQuery(on bool) Option { return func(o *options) { o.statusQuery = on } }
+
+// WithListIDArrayOnly makes bulkinsert and single create read the list only from the
+// subscriber_list_id[] form (repeated); a bare subscriber_list_id is then ignored.
+func WithListIDArrayOnly(on bool) Option { return func(o *options) { o.listArrayOnly = on } }
+
+// WithPutOnly makes every update take PUT only: PATCH is refused with 405.
+func WithPutOnly(on bool) Option { return func(o *options) { o.putOnly = on } }
 
 // WithPlainText401 makes a 401 carry a plain-text body instead of {"status":"401 Unauthorized"}.
 func WithPlainText401(on bool) Option { return func(o *options) { o.plain401 = on } }
@@ -252,6 +261,11 @@ func (e *Emulator) authed(h handler) handler {
 
 // route picks the handler of r. Collection paths match with or without a trailing slash.
 func (e *Emulator) route(r *http.Request) handler {
+	if e.opts.putOnly && r.Method == http.MethodPatch {
+		return func(w http.ResponseWriter, _ *http.Request, _ *reqInfo) {
+			writeStatus(w, http.StatusMethodNotAllowed, "405 Method not allowed")
+		}
+	}
 	p := r.URL.Path
 	var v3 bool
 	switch {

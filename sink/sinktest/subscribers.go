@@ -3,21 +3,28 @@ package sinktest
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // listIDs reads subscriber_list_id and subscriber_list_id[] (each may repeat).
-func listIDs(q url.Values) ([]int64, *rowError) {
+func listIDs(q url.Values, arrayOnly bool) ([]int64, *rowError) {
 	var ids []int64
-	for _, key := range []string{"subscriber_list_id", "subscriber_list_id[]"} {
+	keys := []string{"subscriber_list_id", "subscriber_list_id[]"}
+	if arrayOnly {
+		keys = keys[1:]
+	}
+	for _, key := range keys {
 		for _, v := range q[key] {
 			id, ok := parseID(v)
 			if !ok {
 				return nil, rowErrorf(0, "invalid subscriber_list_id %q", v)
 			}
-			ids = append(ids, id)
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
 		}
 	}
 	if len(ids) == 0 {
@@ -27,9 +34,9 @@ func listIDs(q url.Values) ([]int64, *rowError) {
 }
 
 // bulkOptions reads the query of a bulkinsert.
-func bulkOptions(q url.Values, activeRevives bool) (applyOpts, *rowError) {
+func bulkOptions(q url.Values, activeRevives, arrayOnly bool) (applyOpts, *rowError) {
 	var o applyOpts
-	ids, rerr := listIDs(q)
+	ids, rerr := listIDs(q, arrayOnly)
 	if rerr != nil {
 		return o, rerr
 	}
@@ -64,7 +71,7 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 	if err != nil {
 		return
 	}
-	o, rerr := bulkOptions(r.URL.Query(), e.opts.activeRevives)
+	o, rerr := bulkOptions(r.URL.Query(), e.opts.activeRevives, e.opts.listArrayOnly)
 	e.mu.Lock()
 	defs := e.st.fieldDefs()
 	e.mu.Unlock()
@@ -108,7 +115,7 @@ func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *r
 	if err != nil {
 		return
 	}
-	ids, rerr := listIDs(r.URL.Query())
+	ids, rerr := listIDs(r.URL.Query(), e.opts.listArrayOnly)
 	if rerr != nil {
 		write422(w, "%s", rerr.reason)
 		return
