@@ -19,6 +19,11 @@
 //     adds a message "row N: reason" (N is the 0-based row of the request body; 0 for a
 //     problem with the query or the body as a whole, 1000 for a 1001st row), which the real
 //     service is not known to give.
+//   - Bulkinsert and single create read the list from subscriber_list_id=N or
+//     subscriber_list_id[]=N (only the latter with WithListIDArrayOnly). Single create reads
+//     status from the body, else the query (only the query with WithStatusFromQuery). Updates
+//     take PATCH or PUT (only PUT with WithPutOnly). POST /subscribers/by_email takes
+//     {"email": …} and answers one subscriber or 404. Switches lists every alternative.
 //   - Empty strings and nulls in a row never clear a stored value; the real service may clear.
 //   - The status feed records explicit status changes only: a membership created or changed
 //     by a status/status_mobile query, a status in a single create, the unsubscribe
