@@ -205,6 +205,7 @@ new subscriber active and leaves an existing one's status as it is.`,
 	f.StringVar(&s.Zip, "zip", "", "postal code")
 	f.StringVar(&s.City, "city", "", "city")
 	f.StringVar(&s.Phone, "phone", "", "phone number")
+	f.StringVar(&s.ExternalID, "external-id", "", "the subscriber's id in another system (a CRM id)")
 	f.StringVar(&s.Company, "company", "", "company")
 	f.StringVar(&s.Birthday, "birthday", "", "birthday, YYYY-MM-DD")
 	f.StringVar(&s.Gender, "gender", "", "gender")

@@ -200,7 +200,8 @@ func TestContractSubscribers(t *testing.T) {
 	s := sink.Subscriber{
 		Email: "kari@example.no", Firstname: "Kari", Lastname: "Nordmann", Address: "Storgata 1", Zip: "0155",
 		City: "Oslo", Phone: "+4791234567", Company: "Nordmann AS", Birthday: "1980-02-29", Gender: "female",
-		Fields: []sink.Field{{sink.ConsentEmail, "1"}, {slot, "K-1001"}, {dateSlot, "2020-06-15"}},
+		ExternalID: "CRM-1001",
+		Fields:     []sink.Field{{sink.ConsentEmail, "1"}, {slot, "K-1001"}, {dateSlot, "2020-06-15"}},
 	}
 	id, err := c.UpsertSubscriber(ctx, list, s, "")
 	require.NoError(t, err)
@@ -225,6 +226,7 @@ func TestContractSubscribers(t *testing.T) {
 	require.Equal(t, sink.SubscriberRecord{
 		ID: id, Email: "kari@example.no", Firstname: "Kari", Lastname: "Nordmann", Address: "Storgata 1", Zip: "0155",
 		City: "Bergen", Phone: str("+4791234567"), Company: "Nordmann AS", Birthday: str("1980-02-29"), Gender: "female",
+		ExternalID:  "CRM-1001",
 		DateCreated: "2024-05-01T08:00:00.000Z", DateUpdated: "2024-05-01T08:00:00.000Z",
 		Fields: map[string]*string{
 			sink.ConsentEmail: str("1"), sink.ConsentSMS: nil, sink.ConsentEmailAndSMS: nil, sink.ConsentPrivacyTerms: nil,

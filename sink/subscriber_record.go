@@ -26,6 +26,7 @@ type SubscriberRecord struct {
 	Company     string
 	Birthday    *string
 	Gender      string
+	ExternalID  string // the id in another system (a CRM's), "" when none
 	DateCreated string
 	DateUpdated string
 	// Fields holds the consent fields (SAMTYKKEEPOST, …) and custom-field slots (EXTRA<n>)
@@ -64,6 +65,7 @@ func (r *SubscriberRecord) UnmarshalJSON(b []byte) error {
 	out.Email, out.Firstname, out.Lastname = str(FieldEmail), str(FieldFirstname), str(FieldLastname)
 	out.Address, out.Zip, out.City = str(FieldAddress), str(FieldZip), str(FieldCity)
 	out.Phone, out.Company, out.Birthday, out.Gender = nullable(FieldPhone), str(FieldCompany), nullable(FieldBirthday), str(FieldGender)
+	out.ExternalID = str(FieldExternalID)
 	out.DateCreated, out.DateUpdated = str("date_created"), str("date_updated")
 	out.Status = cmpStatus(str("status"), str("email_status"))
 	for k, v := range raw {

@@ -230,6 +230,7 @@ func (st *store) showV2(dst []byte, s *subscriber, fields []*customField) []byte
 	for idx := fConsentEmail; idx <= fConsentPrivacy; idx++ {
 		o.strOrNull(stdFieldNames[idx], get(idx))
 	}
+	o.strOrNull("external_id", get(fExternalID))
 	for _, f := range fields {
 		o.strOrNull(fieldName(fieldExtraBase+f.slot), get(fieldExtraBase+f.slot))
 	}
