@@ -70,7 +70,9 @@ func (a *app) doctor(ctx context.Context, samplesDir string) error {
 	if sc.HTTPClient != nil && sc.HTTPClient.Transport != nil {
 		rec.base = sc.HTTPClient.Transport
 	}
-	sc.HTTPClient = &http.Client{Transport: rec}
+	// No redirect is followed: the credentials go to the configured host only.
+	sc.HTTPClient = &http.Client{Transport: rec,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	sc.Logger = a.log
 	sc.Version = a.version
 	sc.MaxAttempts = min(cmpOr(sc.MaxAttempts, 2), 2)
