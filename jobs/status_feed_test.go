@@ -280,3 +280,33 @@ func TestStatusLoopEverySwitch(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusPullCappedFeed: a feed that answers at most 100 changes with no paging hint makes
+// the pull say so in its run; the reconciliation then catches what the feed left out.
+func TestStatusPullCappedFeed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, "sqlite", sinktest.WithStatusCap(100))
+	emails := make([]string, 150)
+	for i := range emails {
+		emails[i] = contactEmail(i + 1)
+	}
+	b.subscribe(t, emails...)
+	for _, e := range emails {
+		require.NoError(t, b.emu.SetStatus(e, b.listID, "unsubscribed"))
+	}
+	b.cfg.Syncs = []jobs.SyncSpec{{Name: "n", ListID: b.listID, Source: sources.Config{Path: "unused.csv"}}}
+	rt := b.open(t)
+	id, err := rt.EnqueueStatusPull(ctx)
+	pull := waitRun(t, rt, id, err)
+	require.Equal(t, state.RunCompleted, pull.State)
+	require.Equal(t, int64(100), pull.Counts.Read)
+	require.Contains(t, pull.Error, "answered 100 changes")
+	require.Contains(t, pull.Error, "no paging hint")
+	require.Equal(t, int64(100), suppressedTotal(t, rt))
+
+	id, err = rt.EnqueueReconcile(ctx)
+	rec := waitRun(t, rt, id, err)
+	require.Equal(t, state.Counts{Read: 150, Duplicates: 100}, rec.Counts)
+	require.Equal(t, int64(150), suppressedTotal(t, rt), "every person suppressed")
+}

@@ -158,7 +158,7 @@ func TestHelpListsTheSwitches(t *testing.T) {
 	t.Parallel()
 	out, err := exec.CommandContext(t.Context(), "go", "run", ".", "--help").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	for _, flag := range []string{"-status-wrapped", "-status-paged", "-status-days", "-status-from-query",
+	for _, flag := range []string{"-status-wrapped", "-status-paged", "-status-cap", "-status-days", "-status-from-query",
 		"-list-id-array-only", "-put-only", "-row-messages", "-active-revives", "-plain-401"} {
 		require.Contains(t, string(out), flag)
 	}

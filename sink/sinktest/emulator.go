@@ -42,6 +42,7 @@ type options struct {
 	statusWrapKey string // the member a wrapped feed holds its entries under; "" = changes
 	statusPaged   int    // entries per page of /subscriberstatus; 0 = one answer
 	statusDays    bool   // from_date/to_date read as whole days
+	statusCap     int    // at most this many entries, oldest first, with no paging hint; 0 = all
 	rowMessages   bool   // a 422 carries a message naming the row and reason
 	statusQuery   bool   // single create reads status only from the query
 	listArrayOnly bool   // only subscriber_list_id[] names the list(s)
@@ -80,6 +81,10 @@ func WithStatusWrapKey(key string) Option {
 // {"data":[...],"meta":{"current_page","last_page","per_page","total"},"links":{"next":URL|null}},
 // the page chosen by the query's page (from 1). 0 = one answer with every entry.
 func WithStatusPaged(perPage int) Option { return func(o *options) { o.statusPaged = max(perPage, 0) } }
+
+// WithStatusCap makes /subscriberstatus answer at most n entries (the oldest of the
+// window) and say nothing of the rest: a feed capped without a paging hint. 0 = no cap.
+func WithStatusCap(n int) Option { return func(o *options) { o.statusCap = max(n, 0) } }
 
 // WithStatusDays makes /subscriberstatus read from_date and to_date as whole days, in UTC:
 // from the start of from_date's day to the end of to_date's, whatever time they carry.

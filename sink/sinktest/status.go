@@ -71,6 +71,9 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 		}
 		return 0
 	})
+	if c := e.opts.statusCap; c > 0 && len(sel) > c {
+		sel = sel[:c]
+	}
 	total := len(sel)
 	page, last := 1, 1
 	if per := e.opts.statusPaged; per > 0 {
