@@ -162,6 +162,7 @@ SUBSYNC_API_KEY, SUBSYNC_USER_ID, SUBSYNC_DATABASE_URL.`,
 
 	root.AddCommand(
 		a.configCommand(),
+		a.doctorCommand(),
 		a.listsCommand(),
 		a.fieldsCommand(),
 		a.subscribersCommand(),

@@ -39,9 +39,9 @@ type result struct {
 }
 
 // setup starts an emulator and writes a configuration file that points at it.
-func setup(t *testing.T, extraTOML string) *harness {
+func setup(t *testing.T, extraTOML string, opts ...sinktest.Option) *harness {
 	t.Helper()
-	srv := sinktest.NewServer(t, sinktest.WithCredentials("test-user", testKey))
+	srv := sinktest.NewServer(t, append([]sinktest.Option{sinktest.WithCredentials("test-user", testKey)}, opts...)...)
 	h := &harness{t: t, dir: t.TempDir(), env: map[string]string{config.EnvAPIKey: testKey}, srv: srv}
 	h.config = filepath.Join(h.dir, "subsync.toml")
 	h.write(fmt.Sprintf(`
@@ -167,6 +167,26 @@ func TestFieldsLifecycle(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code)
 }
 
+// TestUpsertStatusReachesAServiceReadingTheQuery: `subscribers upsert --status unsubscribed`
+// unsubscribes, both from a service that reads the status from the body (the seed) and from one
+// that reads it only from the query (the public PHP client).
+func TestUpsertStatusReachesAServiceReadingTheQuery(t *testing.T) {
+	t.Parallel()
+	for _, fromQuery := range []bool{false, true} {
+		t.Run(fmt.Sprintf("query only=%t", fromQuery), func(t *testing.T) {
+			t.Parallel()
+			h := setup(t, "", sinktest.WithStatusFromQuery(fromQuery))
+			list := h.srv.CreateList("Members")
+			ls := fmt.Sprint(list)
+			h.ok("subscribers", "upsert", "--list", ls, "--email", "ada@example.com")
+			h.ok("subscribers", "upsert", "--list", ls, "--email", "ada@example.com", "--status", "unsubscribed")
+			stored, found := h.srv.SubscriberByEmail("ada@example.com")
+			require.True(t, found)
+			require.Equal(t, sink.StatusUnsubscribed, stored.Lists[list].Status)
+		})
+	}
+}
+
 func TestSubscribers(t *testing.T) {
 	t.Parallel()
 	h := setup(t, "")
@@ -187,6 +207,9 @@ func TestSubscribers(t *testing.T) {
 	require.Equal(t, "gold", deref(show.Fields[slot]))
 	byEmail := decode[subscriberJSON](t, h.ok("subscribers", "show", "ada@example.com", "--json"))
 	require.Equal(t, show.ID, byEmail.ID)
+	none := h.run("", "subscribers", "show", "nobody@example.com")
+	require.NotZero(t, none.code)
+	require.Contains(t, none.stderr, "no subscriber has this e-mail")
 	require.Contains(t, h.ok("subscribers", "show", id), "Ada")
 
 	legacy := decode[legacySubscriberJSON](t, h.ok("subscribers", "show", id, "--legacy", "--json"))

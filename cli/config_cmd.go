@@ -11,22 +11,30 @@ func (a *app) configCommand() *cobra.Command {
 	cmd := group("config", "Check or show the configuration", `  subsync config check
   subsync --config /etc/subsync.toml config show --json`)
 
+	var online bool
+	var samples string
 	check := &cobra.Command{
 		Use:   "check",
 		Short: "Validate the configuration without running anything",
 		Long: `Validate the configuration file (and the environment overrides), mapping files and
 secrets included, without contacting the service or the database. Every problem is listed,
-each naming the key, the value and the reason; the exit code is 2 when there is any.`,
+each naming the key, the value and the reason; the exit code is 2 when there is any.
+
+With --online it then checks the service, read-only, as "subsync doctor" does (exit code 1
+when the service is not set up as the configuration expects).`,
 		Example: `  subsync config check
   subsync --config prod.toml config check`,
 		Args: cobra.NoArgs,
-		RunE: a.run(func(*cobra.Command, []string) error {
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.config()
 			if err != nil {
 				return err
 			}
 			if err := cfg.CheckCredentials(); err != nil {
 				return err
+			}
+			if online {
+				return a.doctor(cmd.Context(), samples)
 			}
 			where := cfg.Path
 			if where == "" {
@@ -44,6 +52,9 @@ each naming the key, the value and the reason; the exit code is 2 when there is 
 			return err
 		}),
 	}
+
+	check.Flags().BoolVar(&online, "online", false, "also check the service, read-only, as subsync doctor does")
+	check.Flags().StringVar(&samples, "save-samples", "", "with --online: write every response, personal data replaced, to this directory")
 
 	var asJSON bool
 	show := &cobra.Command{

@@ -45,8 +45,45 @@ oldest pending ones. A write-back that failed is retried by the next pull.
 		}),
 	}
 	jsonFlag(cmd, &asJSON)
-	cmd.AddCommand(a.statusPullCommand())
+	cmd.AddCommand(a.statusPullCommand(), a.statusReconcileCommand())
 	return cmd
+}
+
+func (a *app) statusReconcileCommand() *cobra.Command {
+	var wait, asJSON bool
+	rec := &cobra.Command{
+		Use:   "reconcile",
+		Short: "Queue a reconciliation now",
+		Long: `Queue a reconciliation now (it also runs on status.reconcile_schedule, daily by default):
+it reads each sync's list for the people the service holds as unsubscribed or bounced
+(/subscribers/by_list), updated since the last reconciliation minus a day, and records those
+the suppression list lacks, so a change the status feed never showed is caught. The next
+status pull writes them back. In the run, read counts the people found, duplicates those
+already known.`,
+		Example: `  subsync status reconcile --wait`,
+		Args:    cobra.NoArgs,
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			rt, err := a.runtime(ctx, wait)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			id, err := rt.EnqueueReconcile(ctx)
+			switch {
+			case errors.Is(err, jobs.ErrAlreadyQueued):
+				a.log.WarnContext(ctx, "a reconciliation is already queued or running: following that job", slog.Int64("job_id", id))
+			case err != nil:
+				return err
+			default:
+				a.log.InfoContext(ctx, "reconciliation queued", slog.Int64("job_id", id))
+			}
+			return a.queued(ctx, rt, id, wait, asJSON)
+		}),
+	}
+	rec.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
+	jsonFlag(rec, &asJSON)
+	return rec
 }
 
 func (a *app) statusPullCommand() *cobra.Command {
@@ -55,11 +92,13 @@ func (a *app) statusPullCommand() *cobra.Command {
 		Use:   "pull",
 		Short: "Queue a status pull now",
 		Long: `Queue a status pull now: it fetches the service's status changes since the last pull
-(minus status.overlap), records unsubscribes and bounces in the suppression list that every
+(minus status.overlap, at least a day), every page of them, records unsubscribes and bounces in the suppression list that every
 sync and import consults, and writes them back to the source (status.write_back), with any
 change a failed write-back left pending. Running it twice changes nothing the second time.
 In the run, read counts the changes fetched, duplicates those already known, sent those
-written back; a failed write-back is the message of a completed run.`,
+written back; a failed write-back is the message of a completed run. An answer subsync cannot
+read fails the run, naming the shape expected and the entry at fault (personal data masked),
+and records nothing.`,
 		Example: `  subsync status pull
   subsync status pull --wait --json`,
 		Args: cobra.NoArgs,

@@ -76,6 +76,12 @@ source = { path = %q }
 	require.Len(t, recs, 3)
 	require.Equal(t, "ada@example.com", recs[1][1])
 	require.Equal(t, "grace@example.com", recs[2][1])
+
+	// A reconciliation finds the same two, already known.
+	rec := decode[runJSON](t, h.ok("status", "reconcile", "--wait", "--json"))
+	require.Equal(t, "completed", rec.State)
+	require.Equal(t, int64(2), rec.Counts.Read)
+	require.Equal(t, int64(2), rec.Counts.Duplicates)
 }
 
 // TestDryRun: sync and import --dry-run send nothing and print the plan; --plan writes one

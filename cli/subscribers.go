@@ -62,14 +62,14 @@ func (a *app) subscribersShow() *cobra.Command {
 			}
 			var rec sink.SubscriberRecord
 			if byEmail {
-				recs, err := c.SubscribersByEmail(ctx, []string{args[0]})
+				r, found, err := c.SubscriberByEmail(ctx, args[0])
 				if err != nil {
 					return fmt.Errorf("find subscriber %s: %w", args[0], err)
 				}
-				if len(recs) == 0 {
+				if !found {
 					return fmt.Errorf("find subscriber %s: no subscriber has this e-mail", args[0])
 				}
-				rec = recs[0]
+				rec = r
 			} else if rec, err = c.Subscriber(ctx, id); err != nil {
 				return fmt.Errorf("show subscriber %d: %w", id, err)
 			}
@@ -206,6 +206,7 @@ new subscriber active and leaves an existing one's status as it is.`,
 	f.StringVar(&s.Zip, "zip", "", "postal code")
 	f.StringVar(&s.City, "city", "", "city")
 	f.StringVar(&s.Phone, "phone", "", "phone number")
+	f.StringVar(&s.ExternalID, "external-id", "", "the subscriber's id in another system (a CRM id)")
 	f.StringVar(&s.Company, "company", "", "company")
 	f.StringVar(&s.Birthday, "birthday", "", "birthday, YYYY-MM-DD")
 	f.StringVar(&s.Gender, "gender", "", "gender")

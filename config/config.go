@@ -48,6 +48,8 @@ const (
 	DataDirDefault        = "data"
 	MetricsAddressDefault = "127.0.0.1:9464"
 	StatusScheduleDefault = "*/15 * * * *"
+	// ReconcileScheduleDefault: reconciliation through /subscribers/by_list runs daily.
+	ReconcileScheduleDefault = "@daily"
 )
 
 // Off disables an optional feature whose key otherwise has a default
@@ -215,6 +217,11 @@ type Status struct {
 	// holds as unsubscribed or bounced, and record those the suppression list lacks (a safety
 	// net for changes the status feed did not list). Default false.
 	Reconcile bool `toml:"reconcile"`
+	// ReconcileSchedule is when reconciliation runs on its own: each sync's list is read for
+	// the subscribers the service holds as unsubscribed or bounced, and those the suppression
+	// list lacks are recorded (a change the feed never showed is still caught). Default
+	// ReconcileScheduleDefault; "off" = never on its own.
+	ReconcileSchedule string `toml:"reconcile_schedule"`
 }
 
 // Write-back kinds, as jobs names them.

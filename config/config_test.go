@@ -382,6 +382,8 @@ path = "in/Contacts.XLSX"
 	require.Equal(t, config.Off, cfg.Worker.MetricsAddress)
 	require.Equal(t, config.Off, cfg.Status.Schedule)
 	require.Equal(t, config.Duration(sink.TimeoutDefault), cfg.API.Timeout)
+	require.Equal(t, config.ReconcileScheduleDefault, cfg.Status.ReconcileSchedule, "reconciliation is on by default")
+	require.Equal(t, "@daily", cfg.JobsConfig().StatusPull.ReconcileSchedule)
 	require.Equal(t, 30*time.Second, cfg.API.Timeout.D())
 	require.Equal(t, config.BaseURLDefault, cfg.API.BaseURL)
 }
@@ -514,6 +516,7 @@ path = "changes.csv"
 	require.Equal(t, jobs.WriteBackSpec{Kind: jobs.WriteBackCSV, Path: filepath.Join(filepath.Dir(path), "changes.csv")},
 		jc.StatusPull.WriteBack)
 	require.True(t, jc.StatusPull.Reconcile)
+	require.Equal(t, config.ReconcileScheduleDefault, jc.StatusPull.ReconcileSchedule)
 	require.Equal(t, testKey, jc.Sink.APIKey)
 	require.Len(t, jc.Syncs, 1)
 	s := jc.Syncs[0]

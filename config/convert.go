@@ -57,6 +57,9 @@ func (c *Config) JobsConfig() jobs.Config {
 	if c.Status.Schedule != Off {
 		jc.StatusPull.Schedule = c.Status.Schedule
 	}
+	if c.Status.ReconcileSchedule != Off {
+		jc.StatusPull.ReconcileSchedule = c.Status.ReconcileSchedule
+	}
 	if wb := c.Status.WriteBack; wb.Kind != "" {
 		jc.StatusPull.WriteBack = jobs.WriteBackSpec{Kind: wb.Kind, Driver: wb.Driver, DSN: wb.DSN,
 			Statement: wb.Statement, Path: wb.Path}

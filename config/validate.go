@@ -47,6 +47,7 @@ func (c *Config) setDefaults() {
 	st.Schedule = cmp.Or(st.Schedule, StatusScheduleDefault)
 	st.TimeZone = cmp.Or(st.TimeZone, jobs.TimeZoneDefault)
 	st.Overlap = cmp.Or(st.Overlap, Duration(jobs.StatusOverlapDefault))
+	st.ReconcileSchedule = cmp.Or(st.ReconcileSchedule, ReconcileScheduleDefault)
 }
 
 // validate records every problem of a configuration whose defaults are filled. The rules

@@ -127,6 +127,9 @@ type StatusPullSpec struct {
 	// WriteBack is where new changes are written back to; a zero Kind = changes only feed
 	// the suppression list.
 	WriteBack WriteBackSpec
+	// ReconcileSchedule, in TimeZone, is when a reconciliation runs on its own (see
+	// StatusPullArgs.Reconcile); empty = only on demand (Runtime.EnqueueReconcile).
+	ReconcileSchedule string
 	// Reconcile makes every pull also read, for the list of every sync, the subscribers the
 	// service holds as unsubscribed or bounced (GET /subscribers/by_list, updated since the
 	// cursor minus the overlap), and record those the suppression list lacks: a safety net

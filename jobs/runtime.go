@@ -372,5 +372,14 @@ func (rt *Runtime) periodicJobs() ([]*river.PeriodicJob, error) {
 			return StatusPullArgs{}, nil
 		}, &river.PeriodicJobOpts{ID: "status_pull"}))
 	}
+	if sp := rt.cfg.StatusPull; sp.ReconcileSchedule != "" {
+		sched, err := ParseSchedule(sp.ReconcileSchedule, sp.TimeZone)
+		if err != nil {
+			return nil, fmt.Errorf("reconciliation: %w", err)
+		}
+		pjs = append(pjs, river.NewPeriodicJob(sched, func() (river.JobArgs, *river.InsertOpts) {
+			return StatusPullArgs{Reconcile: true}, nil
+		}, &river.PeriodicJobOpts{ID: "reconcile"}))
+	}
 	return pjs, nil
 }

@@ -2,9 +2,11 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -16,26 +18,49 @@ import (
 // statusCursor names the cursor of the status pull in state.
 const statusCursor = "status"
 
-// StatusPullArgs are the arguments of a status pull job (there are none).
-type StatusPullArgs struct{}
+// reconcileCursor names the cursor of the reconciliation in state.
+const reconcileCursor = "reconcile"
+
+// MinStatusOverlap is the least overlap a status pull keeps, whatever StatusPullSpec.Overlap
+// says: the feed's dates may be read as whole days (see sink.Client.ReadStatusFeed), and
+// reading a change twice costs nothing (the change log drops repeats).
+const MinStatusOverlap = 24 * time.Hour
+
+// StatusPullArgs are the arguments of a status pull job.
+type StatusPullArgs struct {
+	// Reconcile makes the job a reconciliation instead of a pull of the feed: it reads every
+	// sync's list (GET /subscribers/by_list) for unsubscribed and bounced subscribers, and
+	// records those the suppression list lacks.
+	Reconcile bool `json:"reconcile,omitempty"`
+}
 
 // Kind is the job kind.
 func (StatusPullArgs) Kind() string { return KindStatusPull }
 
-// InsertOpts keep at most one status pull queued or running.
+// InsertOpts keep at most one status pull, and one reconciliation, queued or running.
 func (StatusPullArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByState: activeStates}}
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: activeStates}}
 }
 
 // EnqueueStatusPull queues a status pull now. If one is already queued or running, it
 // returns that job's id with an error wrapping ErrAlreadyQueued.
 func (rt *Runtime) EnqueueStatusPull(ctx context.Context) (int64, error) {
-	res, err := rt.q.Insert(ctx, StatusPullArgs{}, nil)
+	return rt.enqueueStatus(ctx, StatusPullArgs{}, "status pull")
+}
+
+// EnqueueReconcile queues a reconciliation now (see StatusPullArgs.Reconcile). If one is
+// already queued or running, it returns that job's id with an error wrapping ErrAlreadyQueued.
+func (rt *Runtime) EnqueueReconcile(ctx context.Context) (int64, error) {
+	return rt.enqueueStatus(ctx, StatusPullArgs{Reconcile: true}, "reconciliation")
+}
+
+func (rt *Runtime) enqueueStatus(ctx context.Context, args StatusPullArgs, what string) (int64, error) {
+	res, err := rt.q.Insert(ctx, args, nil)
 	if err != nil {
-		return 0, fmt.Errorf("queue status pull: %w", err)
+		return 0, fmt.Errorf("queue %s: %w", what, err)
 	}
 	if res.UniqueSkippedAsDuplicate {
-		return res.Job.ID, fmt.Errorf("a status pull is %w as job %d", ErrAlreadyQueued, res.Job.ID)
+		return res.Job.ID, fmt.Errorf("a %s is %w as job %d", what, ErrAlreadyQueued, res.Job.ID)
 	}
 	return res.Job.ID, nil
 }
@@ -49,26 +74,34 @@ type StatusPullWorker struct {
 // Timeout bounds one status pull.
 func (w *StatusPullWorker) Timeout(*river.Job[StatusPullArgs]) time.Duration { return 10 * time.Minute }
 
-// Work runs one status pull:
+// Work runs one status pull (or, with Args.Reconcile, one reconciliation: see reconcileRun):
 //
-//  1. fetches GET /subscriberstatus with from_date = the cursor minus the overlap (nothing
-//     on the first pull: the service's default window) and to_date = now;
+//  1. reads the status feed (sink.Client.ReadStatusFeed, every page) from the cursor minus
+//     the overlap (at least MinStatusOverlap; nothing on the first pull: the service's
+//     default window) to now. An answer subsync cannot read fails the pull at once: nothing
+//     is recorded and the cursor stays;
 //  2. with Reconcile, reads every sync's list for subscribers the service holds as
-//     unsubscribed or bounced (updated since the same from_date);
+//     unsubscribed or bounced (updated since the same from);
 //  3. records the changes not seen before (by e-mail, status, time and list) in the status
 //     log and the suppression list, queuing each for write-back, in one transaction;
-//  4. advances the cursor to the to_date of step 1 — only now that the changes are stored;
+//  4. advances the cursor to the end of the window of step 1 — only now that the changes
+//     are stored;
 //  5. writes every pending change back to the source (this pull's and any earlier one's that
 //     failed), and marks them done.
 //
 // A failed write-back does not fail the pull (the suppression list is what protects people,
 // and it is up to date): the run completes with the failure as its message, and the changes
-// stay pending for the next pull. Pulling twice changes nothing the second time.
+// stay pending for the next pull. Pulling twice changes nothing the second time. What the
+// feed read could not rule out (a full answer without a paging hint) is the run's message.
 //
-// The run's counts: read = changes fetched, duplicates = those already recorded, sent =
-// changes written back to the source.
+// The run's counts: read = changes fetched, duplicates = those already recorded before the
+// run, sent = changes written back to the source. An attempt that reads again what an
+// earlier attempt of the same run read counts it once.
 func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullArgs]) error {
 	rt := w.rt
+	if job.Args.Reconcile {
+		return rt.work(ctx, job.JobRow, runDesc{kind: KindStatusPull, name: "reconcile"}, rt.reconcileRun)
+	}
 	return rt.work(ctx, job.JobRow, runDesc{kind: KindStatusPull, name: "status"}, func(ctx context.Context, a *attempt) error {
 		if rt.sinkErr != nil {
 			return permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
@@ -87,16 +120,24 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 		}
 		var from time.Time
 		if !cursor.IsZero() {
-			from = cursor.Add(-rt.cfg.StatusPull.Overlap)
+			from = cursor.Add(-max(rt.cfg.StatusPull.Overlap, MinStatusOverlap))
 		}
 		// Milliseconds: the precision of the service's times.
 		to := time.Now().UTC().Truncate(time.Millisecond)
-		changes, err := rt.sink.StatusChanges(ctx, from, to)
+		feed, err := rt.sink.ReadStatusFeed(ctx, from, to)
 		if err != nil {
+			if errors.Is(err, sink.ErrStatusFeedShape) {
+				// Reading again gives the same answer: fail now; the next pull tries again.
+				return permanent(fmt.Errorf("fetch status changes: %w", err))
+			}
 			return fmt.Errorf("fetch status changes: %w", err)
 		}
-		recs := make([]state.StatusChange, len(changes))
-		for i, c := range changes {
+		recs := make([]state.StatusChange, len(feed.Changes))
+		for i, c := range feed.Changes {
+			if c.Email == "" {
+				return permanent(fmt.Errorf("fetch status changes: the feed names subscriber %d without an e-mail; "+
+					"subsync records changes by e-mail, so nothing of this answer was recorded", c.SubscriberID))
+			}
 			recs[i] = state.StatusChange{Email: c.Email, Status: c.Status, StatusMobile: c.StatusMobile,
 				ListID: c.ListID, SubscriberID: c.SubscriberID, ChangedAt: c.DateUpdated}
 		}
@@ -118,52 +159,114 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 			read += n
 			added += n
 		}
-		delta := state.Counts{Read: int64(read), Duplicates: int64(read - added)}
+		delta := a.onceCounts(read, added)
 		if err := rt.store.Checkpoint(ctx, state.Checkpoint{RunID: a.run.ID, Owner: a.owner, TTL: rt.cfg.LeaseTTL,
-			Position: int64(read), Delta: delta}); err != nil {
+			Position: a.run.Position + delta.Read, Delta: delta}); err != nil {
 			return err
 		}
+		a.run.Position += delta.Read
+		a.run.Counts.Read += delta.Read
+		a.run.Counts.Duplicates += delta.Duplicates
 		rt.metrics.addCounts(KindStatusPull, "", delta)
-		a.log.InfoContext(ctx, "status changes pulled", slog.Int("fetched", len(changes)), slog.Int("new", added))
+		a.log.InfoContext(ctx, "status changes pulled", slog.Int("fetched", len(feed.Changes)), slog.Int("new", added), slog.Int("requests", feed.Requests))
+		for _, w := range feed.Warnings {
+			a.log.WarnContext(ctx, "status feed", slog.String("warning", w))
+		}
+		if len(feed.Warnings) > 0 {
+			a.warning = strings.Join(feed.Warnings, "; ")
+		}
 		if err := rt.store.AdvanceStatusCursor(ctx, statusCursor, to); err != nil {
 			return err
 		}
 		if wb == nil {
 			return nil
 		}
-		target := rt.cfg.StatusPull.WriteBack.Kind
-		written, werr := rt.writeBack(ctx, wb, target)
-		if written > 0 {
-			d := state.Counts{Sent: int64(written)}
-			if err := rt.store.Checkpoint(ctx, state.Checkpoint{RunID: a.run.ID, Owner: a.owner, TTL: rt.cfg.LeaseTTL,
-				Position: int64(read), Delta: d}); err != nil {
-				return err
-			}
-			rt.metrics.addCounts(KindStatusPull, "", d)
-			a.log.InfoContext(ctx, "status changes written back", slog.String("target", target), slog.Int("changes", written))
-		}
-		if werr != nil {
-			if ctx.Err() != nil {
-				return werr
-			}
-			a.warning = fmt.Sprintf("%s failed; %s: %v", rt.cfg.StatusPull.WriteBack, writeBackFailedNote, werr)
-			a.log.WarnContext(ctx, "status write-back failed; retried on the next pull", slog.String("target", target), slog.Any("error", werr))
-		}
-		return nil
+		return rt.writeBackPending(ctx, a, wb)
 	})
+}
+
+// onceCounts turns what this attempt read (read changes, added of them new) into the delta
+// of the run's counts, so that a change an earlier attempt of the same run already read is
+// counted once: the feed is read again from the same cursor on a retry, so this attempt's
+// read covers the earlier's; its changes the earlier attempt recorded are not duplicates.
+func (a *attempt) onceCounts(read, added int) state.Counts {
+	prevRead := a.run.Counts.Read
+	prevAdded := prevRead - a.run.Counts.Duplicates
+	total := max(prevRead, int64(read))
+	totalAdded := prevAdded + int64(added)
+	return state.Counts{Read: total - prevRead, Duplicates: max(total-totalAdded, 0) - a.run.Counts.Duplicates}
+}
+
+// writeBackPending writes every pending change back to the source, counting them as sent.
+func (rt *Runtime) writeBackPending(ctx context.Context, a *attempt, wb writeBacker) error {
+	target := rt.cfg.StatusPull.WriteBack.Kind
+	written, werr := rt.writeBack(ctx, wb, target)
+	if written > 0 {
+		d := state.Counts{Sent: int64(written)}
+		if err := rt.store.Checkpoint(ctx, state.Checkpoint{RunID: a.run.ID, Owner: a.owner, TTL: rt.cfg.LeaseTTL,
+			Position: a.run.Position, Delta: d}); err != nil {
+			return err
+		}
+		rt.metrics.addCounts(KindStatusPull, "", d)
+		a.log.InfoContext(ctx, "status changes written back", slog.String("target", target), slog.Int("changes", written))
+	}
+	if werr != nil {
+		if ctx.Err() != nil {
+			return werr
+		}
+		msg := fmt.Sprintf("%s failed; %s: %v", rt.cfg.StatusPull.WriteBack, writeBackFailedNote, werr)
+		a.warning = strings.TrimPrefix(a.warning+"; "+msg, "; ")
+		a.log.WarnContext(ctx, "status write-back failed; retried on the next pull", slog.String("target", target), slog.Any("error", werr))
+	}
+	return nil
+}
+
+// reconcileRun is one reconciliation: it reads, for the list of every sync, the subscribers
+// the service holds as unsubscribed or bounced, updated since the last reconciliation minus
+// a day (everything the first time), and records those the suppression list lacks, queued
+// for write-back (done by the next status pull, so that two write-backs never run at once).
+// It is the safety net for a change the status feed never showed, on its own schedule
+// (StatusPullSpec.ReconcileSchedule).
+func (rt *Runtime) reconcileRun(ctx context.Context, a *attempt) error {
+	if rt.sinkErr != nil {
+		return permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
+	}
+	var targets []string
+	if k := rt.cfg.StatusPull.WriteBack.Kind; k != "" {
+		targets = []string{k}
+	}
+	cursor, err := rt.store.StatusCursor(ctx, reconcileCursor)
+	if err != nil {
+		return err
+	}
+	var from time.Time
+	if !cursor.IsZero() {
+		from = cursor.Add(-MinStatusOverlap)
+	}
+	to := time.Now().UTC().Truncate(time.Millisecond)
+	found, err := rt.reconcile(ctx, from, to)
+	if err != nil {
+		return err
+	}
+	n, err := rt.store.RecordReconciled(ctx, found, targets)
+	if err != nil {
+		return err
+	}
+	delta := a.onceCounts(len(found), n)
+	if err := rt.store.Checkpoint(ctx, state.Checkpoint{RunID: a.run.ID, Owner: a.owner, TTL: rt.cfg.LeaseTTL,
+		Position: a.run.Position + delta.Read, Delta: delta}); err != nil {
+		return err
+	}
+	rt.metrics.addCounts(KindStatusPull, "", delta)
+	a.log.InfoContext(ctx, "reconciled the suppression list", slog.Int("lists", len(rt.reconcileLists())), slog.Int("found", len(found)), slog.Int("new", n))
+	return rt.store.AdvanceStatusCursor(ctx, reconcileCursor, to)
 }
 
 // reconcile reads, for the list of every sync, the subscribers the service holds as
 // unsubscribed or bounced, updated after from (everything when zero).
 func (rt *Runtime) reconcile(ctx context.Context, from, now time.Time) ([]state.StatusChange, error) {
-	var lists []int64
-	for _, s := range rt.cfg.Syncs {
-		if !slices.Contains(lists, s.ListID) {
-			lists = append(lists, s.ListID)
-		}
-	}
 	var out []state.StatusChange
-	for _, list := range lists {
+	for _, list := range rt.reconcileLists() {
 		for _, status := range []string{sink.StatusUnsubscribed, sink.StatusBounce} {
 			for page := 1; ; page++ {
 				recs, err := rt.sink.SubscribersByList(ctx, sink.ByListQuery{ListID: list, Page: page,
@@ -186,6 +289,17 @@ func (rt *Runtime) reconcile(ctx context.Context, from, now time.Time) ([]state.
 		}
 	}
 	return out, nil
+}
+
+// reconcileLists are the lists of every sync, each once.
+func (rt *Runtime) reconcileLists() []int64 {
+	var lists []int64
+	for _, s := range rt.cfg.Syncs {
+		if !slices.Contains(lists, s.ListID) {
+			lists = append(lists, s.ListID)
+		}
+	}
+	return lists
 }
 
 // StatusOverview is where the status pull stands: what `subsync status` shows.

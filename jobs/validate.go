@@ -87,6 +87,11 @@ func (c Config) Validate() error {
 
 	st := c.StatusPull
 	checkSchedule(&p, "StatusPull", st.Schedule, st.TimeZone)
+	if _, tzErr := time.LoadLocation(st.TimeZone); tzErr == nil && st.ReconcileSchedule != "" {
+		if _, err := ParseSchedule(st.ReconcileSchedule, st.TimeZone); err != nil {
+			p.Add("StatusPull.ReconcileSchedule", st.ReconcileSchedule, "%s", scheduleReason(st.ReconcileSchedule))
+		}
+	}
 	if st.Overlap < 0 {
 		p.Add("StatusPull.Overlap", st.Overlap.String(), "must not be negative")
 	}

@@ -78,7 +78,7 @@ func (a *Arena) Adopt(r *Row, from *Arena) {
 	}
 	s := &r.Sub
 	for _, v := range [...]*string{&s.Email, &s.Firstname, &s.Lastname, &s.Address, &s.Zip, &s.City,
-		&s.Phone, &s.Company, &s.Birthday, &s.Gender} {
+		&s.Phone, &s.Company, &s.Birthday, &s.Gender, &s.ExternalID} {
 		keep(v)
 	}
 	for i, t := range s.Tags {

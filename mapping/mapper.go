@@ -27,6 +27,7 @@ const (
 	MaxZip        = 20
 	MaxCity       = 100
 	MaxCompany    = 200
+	MaxExternalID = 100 // external_id, a CRM id
 	MaxCustomText = 255 // a string custom field, and each choice
 	MaxTag        = 100 // each tag
 )
@@ -330,6 +331,8 @@ func (m *Mapper) columnOp(c Column, fields Fields, createMissing bool, p *PlanEn
 		return op{kind: kText, name: c.To, limit: MaxCity, what: "the city"}, ""
 	case sink.FieldCompany:
 		return op{kind: kText, name: c.To, limit: MaxCompany, what: "the company"}, ""
+	case sink.FieldExternalID:
+		return op{kind: kText, name: c.To, limit: MaxExternalID, what: "the external id"}, ""
 	case sink.FieldPhone:
 		return op{kind: kPhone, name: c.To, what: "the phone number"}, ""
 	case sink.FieldBirthday:
@@ -498,6 +501,9 @@ func (m *Mapper) computeFingerprint() string {
 	}
 	s := m.base
 	w("base", s.Firstname, s.Lastname, s.Address, s.Zip, s.City, s.Phone, s.Company, s.Birthday, s.Gender)
+	if s.ExternalID != "" { // only when set, so fingerprints of mappings without it stay as they were
+		w("external_id", s.ExternalID)
+	}
 	w(append([]string{"tags"}, m.baseTags...)...)
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
@@ -864,6 +870,7 @@ const (
 	fieldZip
 	fieldCity
 	fieldCompany
+	fieldExternalID
 )
 
 func fieldNamed(name string) field {
@@ -880,6 +887,8 @@ func fieldNamed(name string) field {
 		return fieldCity
 	case sink.FieldCompany:
 		return fieldCompany
+	case sink.FieldExternalID:
+		return fieldExternalID
 	}
 	return fieldNone
 }
@@ -897,6 +906,8 @@ func (f field) of(s *sink.Subscriber) *string {
 		return &s.Zip
 	case fieldCity:
 		return &s.City
+	case fieldExternalID:
+		return &s.ExternalID
 	}
 	return &s.Company
 }
@@ -924,6 +935,8 @@ func fieldPtr(s *sink.Subscriber, name string) *string {
 		return &s.Birthday
 	case sink.FieldGender:
 		return &s.Gender
+	case sink.FieldExternalID:
+		return &s.ExternalID
 	}
 	return nil
 }

@@ -382,3 +382,23 @@ func TestMapperConcurrentUse(t *testing.T) {
 		require.Equal(t, want, <-done)
 	}
 }
+
+// TestMapExternalID: a source column (a CRM id) fills external_id, trimmed and checked for
+// length like any text field.
+func TestMapExternalID(t *testing.T) {
+	t.Parallel()
+	m := mustCompile(t, `
+[columns]
+"E-post" = "email"
+"CRM-id" = "external_id"
+`, []string{"E-post", "CRM-id"}, Fields{})
+	row, rej := m.Map(sources.Record{Ordinal: 1, Line: 2, Values: []string{"kari@example.no", " C-1001 "}})
+	require.Nil(t, rej)
+	require.Equal(t, "C-1001", row.Sub.ExternalID)
+	require.Contains(t, string(row.Sub.AppendJSON(nil)), `"external_id":"C-1001"`)
+
+	_, rej = m.Map(sources.Record{Ordinal: 2, Line: 3, Values: []string{"ola@example.no", strings.Repeat("9", MaxExternalID+1)}})
+	require.NotNil(t, rej)
+	require.Contains(t, rej.Message, "external id")
+	require.Equal(t, "CRM-id", rej.Column)
+}

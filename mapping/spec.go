@@ -35,6 +35,7 @@ const DefaultSeparator = ","
 var standardFields = []string{
 	sink.FieldEmail, sink.FieldFirstname, sink.FieldLastname, sink.FieldAddress, sink.FieldZip,
 	sink.FieldCity, sink.FieldPhone, sink.FieldCompany, sink.FieldBirthday, sink.FieldGender,
+	sink.FieldExternalID,
 }
 
 var datatypes = []string{

@@ -59,11 +59,19 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return
 
 const maxPooledBody = 4 << 20
 
-func (o BulkOptions) query() (url.Values, error) {
+// listParam is the query parameter that names the list (see Config.ListIDArray).
+func (c *Client) listParam() string {
+	if c.cfg.ListIDArray {
+		return "subscriber_list_id[]"
+	}
+	return "subscriber_list_id"
+}
+
+func (o BulkOptions) query(listParam string) (url.Values, error) {
 	if o.ListID <= 0 {
 		return nil, fmt.Errorf("%w: list id %d", ErrInvalidInput, o.ListID)
 	}
-	q := url.Values{"subscriber_list_id": {strconv.FormatInt(o.ListID, 10)}}
+	q := url.Values{listParam: {strconv.FormatInt(o.ListID, 10)}}
 	for _, p := range []struct{ name, v string }{{"status", o.Status}, {"status_mobile", o.StatusMobile}} {
 		switch p.v {
 		case "":
@@ -107,7 +115,7 @@ func (c *Client) InsertBatch(ctx context.Context, opts BulkOptions, rows []Subsc
 	if len(rows) > MaxBatchRows {
 		return BatchResult{}, fmt.Errorf("insert batch: %w: %d rows, at most %d per request", ErrInvalidInput, len(rows), MaxBatchRows)
 	}
-	q, err := opts.query()
+	q, err := opts.query(c.listParam())
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("insert batch: %w", err)
 	}

@@ -109,7 +109,23 @@ func (c *call) api() string {
 // response of a 2xx attempt; otherwise an error: an *APIError (possibly wrapped) for an HTTP
 // failure status, or a network error wrapped with "METHOD path: ". resp.attempts is set
 // in every case. After do returns, nothing reads c.body any more.
-func (c *Client) do(ctx context.Context, cl *call) (resp response, err error) {
+//
+// A PATCH the service refuses with 405 is made once more as PUT (the public PHP client
+// updates with PUT; the spec says PATCH).
+func (c *Client) do(ctx context.Context, cl *call) (response, error) {
+	resp, err := c.doCall(ctx, cl)
+	var apiErr *APIError
+	if cl.method == http.MethodPatch && errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusMethodNotAllowed {
+		c.log.InfoContext(ctx, "the service refused PATCH; updating with PUT", slog.String("route", cl.route))
+		put := *cl
+		put.method = http.MethodPut
+		return c.doCall(ctx, &put)
+	}
+	return resp, err
+}
+
+// doCall is do without the PUT fallback.
+func (c *Client) doCall(ctx context.Context, cl *call) (resp response, err error) {
 	base := c.baseURL
 	if cl.legacy {
 		if c.legacyURL == "" {

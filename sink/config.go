@@ -36,6 +36,11 @@ type Config struct {
 	UserID string
 	// APIKey is the Basic auth password. Required. It is never printed: see [Config.String].
 	APIKey string
+	// ListIDArray names the list of a bulkinsert or single create as subscriber_list_id[]=N
+	// instead of the spec's subscriber_list_id=N. Both forms are seen in public clients; a
+	// service that reads only the array form needs it. The two are not sent together: a PHP
+	// service would read both as one array and a scalar reader would see an array.
+	ListIDArray bool
 	// RequestsPerSecond limits the rate of HTTP attempts (retries included).
 	// 0 means RequestsPerSecondDefault; a negative value means unlimited.
 	RequestsPerSecond float64

@@ -20,6 +20,9 @@ const (
 	FieldCompany   = "company"
 	FieldBirthday  = "birthday"
 	FieldGender    = "gender"
+	// FieldExternalID is the subscriber's id in another system (a CRM's), which public
+	// clients send on create and bulkinsert.
+	FieldExternalID = "external_id"
 )
 
 // Consent fields of the service. They are sent and returned under these exact names.
@@ -59,8 +62,10 @@ type Subscriber struct {
 	Company   string
 	Birthday  string // YYYY-MM-DD
 	Gender    string
-	Fields    []Field
-	Tags      []string
+	// ExternalID is the subscriber's id in the source (a CRM id); "" = not sent.
+	ExternalID string
+	Fields     []Field
+	Tags       []string
 }
 
 // Field is one consent field or custom-field slot of a Subscriber, by its service name.
@@ -156,6 +161,7 @@ func (s *Subscriber) AppendJSON(dst []byte) []byte {
 	field(`,"`+FieldCompany+`":"`, s.Company)
 	field(`,"`+FieldBirthday+`":"`, s.Birthday)
 	field(`,"`+FieldGender+`":"`, s.Gender)
+	field(`,"`+FieldExternalID+`":"`, s.ExternalID)
 	custom := func(name, v string) {
 		if v == "" {
 			return

@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -25,6 +26,7 @@ type SubscriberRecord struct {
 	Company     string
 	Birthday    *string
 	Gender      string
+	ExternalID  string // the id in another system (a CRM's), "" when none
 	DateCreated string
 	DateUpdated string
 	// Fields holds the consent fields (SAMTYKKEEPOST, …) and custom-field slots (EXTRA<n>)
@@ -63,6 +65,7 @@ func (r *SubscriberRecord) UnmarshalJSON(b []byte) error {
 	out.Email, out.Firstname, out.Lastname = str(FieldEmail), str(FieldFirstname), str(FieldLastname)
 	out.Address, out.Zip, out.City = str(FieldAddress), str(FieldZip), str(FieldCity)
 	out.Phone, out.Company, out.Birthday, out.Gender = nullable(FieldPhone), str(FieldCompany), nullable(FieldBirthday), str(FieldGender)
+	out.ExternalID = str(FieldExternalID)
 	out.DateCreated, out.DateUpdated = str("date_created"), str("date_updated")
 	out.Status = cmpStatus(str("status"), str("email_status"))
 	for k, v := range raw {
@@ -122,7 +125,8 @@ func (c *Client) Subscriber(ctx context.Context, id int64) (SubscriberRecord, er
 // UpsertSubscriber creates or updates one subscriber in a list
 // (POST /subscribers?subscriber_list_id=) and returns the id the service answered with
 // (0 if the acknowledgement carries none). status "" is omitted (the service then makes a
-// new subscriber active); otherwise it is active, unsubscribed or bounce.
+// new subscriber active); otherwise it is active, unsubscribed or bounce, and is sent both as
+// a body member (the spec's seed) and as a query parameter (the public PHP client).
 func (c *Client) UpsertSubscriber(ctx context.Context, listID int64, s Subscriber, status string) (int64, error) {
 	if strings.TrimSpace(s.Email) == "" {
 		return 0, fmt.Errorf("upsert subscriber: %w: the e-mail is empty", ErrInvalidInput)
@@ -142,10 +146,12 @@ func (c *Client) UpsertSubscriber(ctx context.Context, listID int64, s Subscribe
 		body = appendString(body, status)
 		body = append(body, '}')
 	}
-	cl := &call{
-		method: http.MethodPost, route: "/subscribers", path: "/subscribers", body: body,
-		query: url.Values{"subscriber_list_id": {strconv.FormatInt(listID, 10)}},
+	query := url.Values{c.listParam(): {strconv.FormatInt(listID, 10)}}
+	if status != "" {
+		// Both places: the seed puts it in the body, the public PHP client in the query.
+		query.Set("status", status)
 	}
+	cl := &call{method: http.MethodPost, route: "/subscribers", path: "/subscribers", body: body, query: query}
 	resp, err := c.do(ctx, cl)
 	if err != nil {
 		return 0, err
@@ -204,25 +210,34 @@ func (c *Client) SubscribersByList(ctx context.Context, q ByListQuery) ([]Subscr
 	return c.records(ctx, cl)
 }
 
-// SubscribersByEmail fetches the subscribers with these e-mails (POST /subscribers/by_email),
-// in requests of at most MaxPerPage e-mails. Unknown e-mails are simply absent.
-func (c *Client) SubscribersByEmail(ctx context.Context, emails []string) ([]SubscriberRecord, error) {
-	var out []SubscriberRecord
-	for start := 0; start < len(emails); start += MaxPerPage {
-		chunk := emails[start:min(start+MaxPerPage, len(emails))]
-		body, err := json.Marshal(struct {
-			Emails []string `json:"emails"`
-		}{chunk})
-		if err != nil {
-			return nil, fmt.Errorf("subscribers by e-mail: %w", err)
-		}
-		recs, err := c.records(ctx, &call{method: http.MethodPost, route: "/subscribers/by_email", path: "/subscribers/by_email", body: body})
-		if err != nil {
-			return out, err
-		}
-		out = append(out, recs...)
+// SubscriberByEmail finds the subscriber with this e-mail (POST /subscribers/by_email with
+// {"email": …}, as public clients call it). found is false when the service answers 404.
+func (c *Client) SubscriberByEmail(ctx context.Context, email string) (rec SubscriberRecord, found bool, err error) {
+	if strings.TrimSpace(email) == "" {
+		return rec, false, fmt.Errorf("subscriber by e-mail: %w: the e-mail is empty", ErrInvalidInput)
 	}
-	return out, nil
+	body, err := json.Marshal(struct {
+		Email string `json:"email"`
+	}{strings.TrimSpace(email)})
+	if err != nil {
+		return rec, false, fmt.Errorf("subscriber by e-mail: %w", err)
+	}
+	cl := &call{method: http.MethodPost, route: "/subscribers/by_email", path: "/subscribers/by_email", body: body}
+	resp, err := c.do(ctx, cl)
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusNotFound {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, err
+	}
+	if err := c.decodeJSON(cl, resp, &rec); err != nil {
+		return rec, false, err
+	}
+	if rec.ID == 0 {
+		return rec, false, fmt.Errorf("%s %s: the response holds no subscriber id", cl.method, cl.path)
+	}
+	return rec, true, nil
 }
 
 func (c *Client) records(ctx context.Context, cl *call) ([]SubscriberRecord, error) {

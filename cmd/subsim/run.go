@@ -35,6 +35,14 @@ type config struct {
 	statusWrapped   bool
 	plain401        bool
 	activeRevives   bool
+	// The alternatives the evidence about the real service allows (README, "The service").
+	statusPaged     int
+	statusCap       int
+	statusDays      bool
+	statusFromQuery bool
+	listIDArrayOnly bool
+	putOnly         bool
+	rowMessages     bool
 }
 
 // parse reads the command line; the key comes from --key or else SUBSIM_KEY.
@@ -55,6 +63,13 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (config,
 	fs.BoolVar(&c.statusWrapped, "status-wrapped", false, `answer /subscriberstatus as {"changes":[...]}`)
 	fs.BoolVar(&c.plain401, "plain-401", false, "answer 401 with a plain-text body")
 	fs.BoolVar(&c.activeRevives, "active-revives", false, "let bulkinsert status=active revive unsubscribed/bounced")
+	fs.IntVar(&c.statusPaged, "status-paged", 0, `answer /subscriberstatus N entries a page, {"data":[...],"meta":{...},"links":{"next":URL}} (0: one answer)`)
+	fs.IntVar(&c.statusCap, "status-cap", 0, "answer /subscriberstatus at most N entries, the oldest, with no paging hint (0: no cap)")
+	fs.BoolVar(&c.statusDays, "status-days", false, "read /subscriberstatus from_date and to_date as whole days")
+	fs.BoolVar(&c.statusFromQuery, "status-from-query", false, "read a single create's status only from the query, not the body")
+	fs.BoolVar(&c.listIDArrayOnly, "list-id-array-only", false, "name lists only by subscriber_list_id[] (a bare subscriber_list_id is ignored)")
+	fs.BoolVar(&c.putOnly, "put-only", false, "refuse PATCH with 405: updates take PUT")
+	fs.BoolVar(&c.rowMessages, "row-messages", false, `add "message":"row N: reason" to a 422 (default: exactly {"status":"422 Unprocessable entity"})`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
@@ -81,6 +96,9 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (config,
 			return c, usagef("--%s must be between 0 and 1, got %g", r.name, r.v)
 		}
 	}
+	if c.statusPaged < 0 || c.statusCap < 0 {
+		return c, usagef("--status-paged and --status-cap must not be negative")
+	}
 	if c.faults.MaxRPS < 0 || c.faults.Latency < 0 || c.faults.RetryAfter < 0 {
 		return c, usagef("--max-rps, --latency and --retry-after must not be negative")
 	}
@@ -104,6 +122,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		sinktest.WithStatusWrapped(c.statusWrapped),
 		sinktest.WithPlainText401(c.plain401),
 		sinktest.WithActiveRevives(c.activeRevives),
+		sinktest.WithStatusPaged(c.statusPaged),
+		sinktest.WithStatusDays(c.statusDays),
+		sinktest.WithStatusCap(c.statusCap),
+		sinktest.WithStatusFromQuery(c.statusFromQuery),
+		sinktest.WithListIDArrayOnly(c.listIDArrayOnly),
+		sinktest.WithPutOnly(c.putOnly),
+		sinktest.WithRowMessages(c.rowMessages),
 		sinktest.WithLogger(logger),
 	)
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", c.addr)

@@ -125,6 +125,24 @@ func TestParseRefusesBadCommandLines(t *testing.T) {
 	require.Equal(t, [4]float64{0.1, 0.2, 50, 0.05}, [4]float64{c.faults.ErrorRate, c.faults.TooManyRate, c.faults.MaxRPS, c.faults.DropRate})
 	require.Equal(t, 3*time.Second, c.faults.RetryAfter)
 	require.True(t, c.statusWrapped && c.plain401 && c.activeRevives)
+
+	c, err = parse([]string{"--user", "U", "--key", "K", "--status-paged", "500", "--status-days", "--status-from-query",
+		"--list-id-array-only", "--put-only", "--row-messages"}, io.Discard, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, 500, c.statusPaged)
+	require.True(t, c.statusDays && c.statusFromQuery && c.listIDArrayOnly && c.putOnly && c.rowMessages)
+}
+
+// TestHelpListsTheSwitches: `go run ./cmd/subsim --help` lists every switch of the service's
+// alternatives.
+func TestHelpListsTheSwitches(t *testing.T) {
+	t.Parallel()
+	out, err := exec.CommandContext(t.Context(), "go", "run", ".", "--help").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, flag := range []string{"-status-wrapped", "-status-paged", "-status-cap", "-status-days", "-status-from-query",
+		"-list-id-array-only", "-put-only", "-row-messages", "-active-revives", "-plain-401"} {
+		require.Contains(t, string(out), flag)
+	}
 }
 
 // TestBinary builds subsim, starts it on a free port, uses it and stops it with SIGTERM.

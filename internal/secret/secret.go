@@ -230,15 +230,18 @@ type maskedError struct {
 func (e *maskedError) Error() string { return e.msg }
 func (e *maskedError) Unwrap() error { return e.cause }
 
+// Personal replaces personal data (an e-mail's local part, a name, a phone number) shown
+// where the reader may not see it. It is not a secret's marker, so a masked person cannot be
+// read as a masked credential.
+const Personal = "***"
+
 // Email hides a person's address from a reader who may not see it: its first letter and its
-// domain stay ("k***@example.com"), so an operator can still tell addresses apart. It is
-// personal data, not a secret, so it has a marker of its own that cannot be read as a
-// masked credential.
+// domain stay ("k***@example.com"), so an operator can still tell addresses apart.
 func Email(e string) string {
 	local, domain, ok := strings.Cut(e, "@")
 	if !ok || local == "" {
-		return "***"
+		return Personal
 	}
 	r := []rune(local)
-	return string(r[0]) + "***@" + domain
+	return string(r[0]) + Personal + "@" + domain
 }

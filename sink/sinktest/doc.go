@@ -15,9 +15,15 @@
 //     body must carry Content-Type application/json (else 415).
 //   - An unknown list in bulkinsert or single create is a 422 "unknown list N"; the real
 //     service may answer 404. Unknown ids on show, update and delete are a 404.
-//   - 422 bodies carry a message "row N: reason" (N is the 0-based row of the request body;
-//     0 for a problem with the query or the body as a whole, 1000 for a 1001st row). The real
-//     service documents only {"status":"422 Unprocessable entity"}.
+//   - A 422 answers exactly the spec's {"status":"422 Unprocessable entity"}. WithRowMessages
+//     adds a message "row N: reason" (N is the 0-based row of the request body; 0 for a
+//     problem with the query or the body as a whole, 1000 for a 1001st row), which the real
+//     service is not known to give.
+//   - Bulkinsert and single create read the list from subscriber_list_id=N or
+//     subscriber_list_id[]=N (only the latter with WithListIDArrayOnly). Single create reads
+//     status from the body, else the query (only the query with WithStatusFromQuery). Updates
+//     take PATCH or PUT (only PUT with WithPutOnly). POST /subscribers/by_email takes
+//     {"email": …} and answers one subscriber or 404. Switches lists every alternative.
 //   - Empty strings and nulls in a row never clear a stored value; the real service may clear.
 //   - The status feed records explicit status changes only: a membership created or changed
 //     by a status/status_mobile query, a status in a single create, the unsubscribe
@@ -34,7 +40,9 @@
 //     created is extra_date<k> (k ≤ 5) as an ISO 8601 time at midnight UTC; other fields in
 //     slots 1..15 are extra<n>.
 //   - The e-mail shown is the trimmed form first given; the real service may lower-case it.
-//   - No paging on GET /subscriberlists, /custom_fields or /subscriberstatus.
+//   - No paging on GET /subscriberlists or /custom_fields. /subscriberstatus answers a bare
+//     array by default; WithStatusWrapped, WithStatusWrapKey and WithStatusPaged change its
+//     shape, WithStatusDays reads its from_date/to_date as whole days.
 //
 // # Data model
 //
@@ -65,7 +73,8 @@
 // # Validation
 //
 // A bulkinsert is refused as a whole, with nothing applied, with 422 and
-// {"status":"422 Unprocessable entity","message":"row N: reason"} for: more than MaxBulkRows
+// {"status":"422 Unprocessable entity"} (with WithRowMessages also "message":"row N: reason")
+// for: more than MaxBulkRows
 // rows; a body that is not a bare JSON array of objects (an object, empty, malformed); a row
 // without a valid e-mail; an unknown field or EXTRA<n> slot; a bad birthday (not YYYY-MM-DD or
 // no such date); a custom field value that does not fit its datatype; an unknown status,

@@ -39,6 +39,14 @@ type options struct {
 	now           func() time.Time
 	faults        Faults
 	statusWrapped bool
+	statusWrapKey string // the member a wrapped feed holds its entries under; "" = changes
+	statusPaged   int    // entries per page of /subscriberstatus; 0 = one answer
+	statusDays    bool   // from_date/to_date read as whole days
+	statusCap     int    // at most this many entries, oldest first, with no paging hint; 0 = all
+	rowMessages   bool   // a 422 carries a message naming the row and reason
+	statusQuery   bool   // single create reads status only from the query
+	listArrayOnly bool   // only subscriber_list_id[] names the list(s)
+	putOnly       bool   // PATCH is refused with 405; updates take PUT
 	plain401      bool
 	activeRevives bool
 	logger        *slog.Logger
@@ -62,6 +70,42 @@ func WithFaults(f Faults) Option { return func(o *options) { o.faults = f } }
 
 // WithStatusWrapped makes /subscriberstatus answer {"changes":[...]} instead of a bare array.
 func WithStatusWrapped(on bool) Option { return func(o *options) { o.statusWrapped = on } }
+
+// WithStatusWrapKey makes /subscriberstatus answer {key:[...]}: a shape a client may not
+// know (WithStatusWrapped uses "changes").
+func WithStatusWrapKey(key string) Option {
+	return func(o *options) { o.statusWrapped, o.statusWrapKey = key != "", key }
+}
+
+// WithStatusPaged makes /subscriberstatus answer perPage entries at a time, as
+// {"data":[...],"meta":{"current_page","last_page","per_page","total"},"links":{"next":URL|null}},
+// the page chosen by the query's page (from 1). 0 = one answer with every entry.
+func WithStatusPaged(perPage int) Option { return func(o *options) { o.statusPaged = max(perPage, 0) } }
+
+// WithStatusCap makes /subscriberstatus answer at most n entries (the oldest of the
+// window) and say nothing of the rest: a feed capped without a paging hint. 0 = no cap.
+func WithStatusCap(n int) Option { return func(o *options) { o.statusCap = max(n, 0) } }
+
+// WithStatusDays makes /subscriberstatus read from_date and to_date as whole days, in UTC:
+// from the start of from_date's day to the end of to_date's, whatever time they carry.
+func WithStatusDays(on bool) Option { return func(o *options) { o.statusDays = on } }
+
+// WithRowMessages makes a 422 carry a message naming the refused row and the reason,
+// {"status":"422 Unprocessable entity","message":"row 3: invalid email"}. By default a 422
+// answers exactly the spec's {"status":"422 Unprocessable entity"} and nothing more.
+func WithRowMessages(on bool) Option { return func(o *options) { o.rowMessages = on } }
+
+// WithStatusFromQuery makes single create/update (POST /subscribers) read status and
+// status_mobile only from the query, as the public PHP client sends them, ignoring the body's.
+// By default the body's (the seed's form) is read, and the query's when the body has none.
+func WithStatusFromQuery(on bool) Option { return func(o *options) { o.statusQuery = on } }
+
+// WithListIDArrayOnly makes bulkinsert and single create read the list only from the
+// subscriber_list_id[] form (repeated); a bare subscriber_list_id is then ignored.
+func WithListIDArrayOnly(on bool) Option { return func(o *options) { o.listArrayOnly = on } }
+
+// WithPutOnly makes every update take PUT only: PATCH is refused with 405.
+func WithPutOnly(on bool) Option { return func(o *options) { o.putOnly = on } }
 
 // WithPlainText401 makes a 401 carry a plain-text body instead of {"status":"401 Unauthorized"}.
 func WithPlainText401(on bool) Option { return func(o *options) { o.plain401 = on } }
@@ -89,6 +133,9 @@ type Emulator struct {
 
 	rmu  sync.Mutex // guards reqs
 	reqs []Request
+
+	smu         sync.Mutex // guards rawStatuses
+	rawStatuses []string
 
 	stop     chan struct{} // closed by shutdown: ends every Latency wait
 	stopOnce sync.Once
@@ -144,6 +191,9 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var ri reqInfo
 	h := e.authed(e.route(r))
+	if !e.opts.rowMessages {
+		h = seedBody422(h)
+	}
 	if d.kind == faultDrop {
 		// The drop is decided before and executed after the effect: the store changes and the
 		// client sees a broken response, as when a connection dies on the way back.
@@ -216,6 +266,11 @@ func (e *Emulator) authed(h handler) handler {
 
 // route picks the handler of r. Collection paths match with or without a trailing slash.
 func (e *Emulator) route(r *http.Request) handler {
+	if e.opts.putOnly && r.Method == http.MethodPatch {
+		return func(w http.ResponseWriter, _ *http.Request, _ *reqInfo) {
+			writeStatus(w, http.StatusMethodNotAllowed, "405 Method not allowed")
+		}
+	}
 	p := r.URL.Path
 	var v3 bool
 	switch {

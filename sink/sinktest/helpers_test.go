@@ -49,7 +49,10 @@ func (b *testBundle) with(t *testing.T) *testBundle {
 	return &c
 }
 
+// setup starts an emulator with WithRowMessages on (these tests check its reasons; a later
+// option may turn it off).
 func setup(t *testing.T, opts ...sinktest.Option) *testBundle {
+	opts = append([]sinktest.Option{sinktest.WithRowMessages(true)}, opts...)
 	t.Helper()
 	c := newClock()
 	srv := sinktest.NewServer(t, append([]sinktest.Option{sinktest.WithClock(c.Now)}, opts...)...)

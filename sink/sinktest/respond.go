@@ -101,6 +101,41 @@ func writeStatus(w http.ResponseWriter, code int, status string) {
 func writeOK(w http.ResponseWriter) { writeStatus(w, http.StatusOK, "200 Success") }
 
 // write422 answers the service's validation failure with a reason.
+// Seed422 is the body of every 422 the spec shows, and all the Emulator answers without
+// WithRowMessages.
+const Seed422 = `{"status":"422 Unprocessable entity"}`
+
+// seedBody422 makes h answer a 422 with exactly Seed422, whatever message it wrote.
+func seedBody422(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, ri *reqInfo) {
+		h(&seed422Writer{ResponseWriter: w}, r, ri)
+	}
+}
+
+type seed422Writer struct {
+	http.ResponseWriter
+	replaced bool
+}
+
+func (w *seed422Writer) WriteHeader(code int) {
+	if code != http.StatusUnprocessableEntity {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.replaced = true
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(Seed422)))
+	w.ResponseWriter.WriteHeader(code)
+	_, _ = io.WriteString(w.ResponseWriter, Seed422)
+}
+
+func (w *seed422Writer) Write(b []byte) (int, error) {
+	if w.replaced {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
 func write422(w http.ResponseWriter, format string, args ...any) {
 	writeJSON(w, http.StatusUnprocessableEntity, ack{Status: "422 Unprocessable entity", Message: fmt.Sprintf(format, args...)})
 }

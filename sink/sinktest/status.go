@@ -1,16 +1,29 @@
 package sinktest
 
 import (
+	"cmp"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"time"
 )
 
 // defaultStatusWindow is how far back /subscriberstatus looks without from_date.
 const defaultStatusWindow = 30 * 24 * time.Hour
 
+// AddStatusEntry makes every answer of /subscriberstatus (its first page) start with raw, a
+// JSON value written as given: an entry a client may not be able to read.
+func (e *Emulator) AddStatusEntry(raw string) {
+	e.smu.Lock()
+	defer e.smu.Unlock()
+	e.rawStatuses = append(e.rawStatuses, raw)
+}
+
 // statusFeed serves GET /subscriberstatus: the recorded status changes whose date_updated lies
 // in [from_date, to_date], oldest first. Without from_date the window starts 30 days ago.
+// WithStatusDays reads both bounds as whole days; WithStatusWrapped and WithStatusPaged
+// change the answer's shape.
 func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 	q := r.URL.Query()
 	now := e.now()
@@ -30,6 +43,12 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 			return
 		}
 		to = t
+	}
+	if e.opts.statusDays {
+		from = from.Truncate(24 * time.Hour)
+		if !to.IsZero() {
+			to = to.Truncate(24 * time.Hour).Add(24*time.Hour - time.Millisecond)
+		}
 	}
 	lo, hi := ms(from), int64(1<<62)
 	if !to.IsZero() {
@@ -52,13 +71,44 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 		}
 		return 0
 	})
-	out := make([]byte, 0, 64+len(sel)*160)
-	if e.opts.statusWrapped {
-		out = append(out, `{"changes":`...)
+	if c := e.opts.statusCap; c > 0 && len(sel) > c {
+		sel = sel[:c]
+	}
+	total := len(sel)
+	page, last := 1, 1
+	if per := e.opts.statusPaged; per > 0 {
+		if p, err := strconv.Atoi(q.Get("page")); err == nil && p > 0 {
+			page = p
+		} else if q.Has("page") {
+			write422(w, "page must be a positive integer")
+			return
+		}
+		last = max(1, (total+per-1)/per)
+		lo := min((page-1)*per, total)
+		sel = sel[lo:min(lo+per, total)]
+	}
+	out := make([]byte, 0, 160+len(sel)*160)
+	switch {
+	case e.opts.statusPaged > 0:
+		out = append(out, `{"data":`...)
+	case e.opts.statusWrapped:
+		out = appendString(append(out, '{'), cmp.Or(e.opts.statusWrapKey, "changes"))
+		out = append(out, ':')
 	}
 	out = append(out, '[')
-	for i, c := range sel {
-		if i > 0 {
+	n := 0
+	if page == 1 {
+		e.smu.Lock()
+		for _, raw := range e.rawStatuses {
+			if n++; n > 1 {
+				out = append(out, ',')
+			}
+			out = append(out, raw...)
+		}
+		e.smu.Unlock()
+	}
+	for _, c := range sel {
+		if n++; n > 1 {
 			out = append(out, ',')
 		}
 		o := newObj(out)
@@ -72,7 +122,31 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 		out = o.done()
 	}
 	out = append(out, ']')
-	if e.opts.statusWrapped {
+	switch {
+	case e.opts.statusPaged > 0:
+		m := newObj(append(out, `,"meta":`...))
+		m.int("current_page", int64(page))
+		m.int("last_page", int64(last))
+		m.int("per_page", int64(e.opts.statusPaged))
+		m.int("total", int64(total))
+		out = m.done()
+		l := newObj(append(out, `,"links":`...))
+		if page < last {
+			scheme := "http"
+			if r.TLS != nil {
+				scheme = "https"
+			}
+			nq := url.Values{}
+			for k, v := range q {
+				nq[k] = v
+			}
+			nq.Set("page", strconv.Itoa(page+1))
+			l.str("next", (&url.URL{Scheme: scheme, Host: r.Host, Path: r.URL.Path, RawQuery: nq.Encode()}).String())
+		} else {
+			l.null("next")
+		}
+		out = append(l.done(), '}')
+	case e.opts.statusWrapped:
 		out = append(out, '}')
 	}
 	writeRaw(w, http.StatusOK, out)

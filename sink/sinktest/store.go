@@ -53,7 +53,8 @@ const (
 	fConsentSMS
 	fConsentEmailAndSMS
 	fConsentPrivacy
-	fieldExtraBase = fConsentPrivacy // EXTRA1 has index fieldExtraBase+1
+	fExternalID
+	fieldExtraBase = fExternalID // EXTRA1 has index fieldExtraBase+1
 )
 
 var stdFieldNames = [...]string{
@@ -61,6 +62,7 @@ var stdFieldNames = [...]string{
 	fPhone: "phone", fCompany: "company", fBirthday: "birthday", fGender: "gender",
 	fConsentEmail: "SAMTYKKEEPOST", fConsentSMS: "SAMTYKKESMS",
 	fConsentEmailAndSMS: "SAMTYKKEEPOSTOGSMS", fConsentPrivacy: "PERSONVERNERKLRING",
+	fExternalID: "external_id",
 }
 
 // stdField returns the index of a standard or consent field name (a switch: faster than a
@@ -93,6 +95,8 @@ func stdField(name string) (int, bool) {
 		return fConsentEmailAndSMS, true
 	case "PERSONVERNERKLRING":
 		return fConsentPrivacy, true
+	case "external_id":
+		return fExternalID, true
 	}
 	return 0, false
 }

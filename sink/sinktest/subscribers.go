@@ -3,20 +3,28 @@ package sinktest
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // listIDs reads subscriber_list_id and subscriber_list_id[] (each may repeat).
-func listIDs(q url.Values) ([]int64, *rowError) {
+func listIDs(q url.Values, arrayOnly bool) ([]int64, *rowError) {
 	var ids []int64
-	for _, key := range []string{"subscriber_list_id", "subscriber_list_id[]"} {
+	keys := []string{"subscriber_list_id", "subscriber_list_id[]"}
+	if arrayOnly {
+		keys = keys[1:]
+	}
+	for _, key := range keys {
 		for _, v := range q[key] {
 			id, ok := parseID(v)
 			if !ok {
 				return nil, rowErrorf(0, "invalid subscriber_list_id %q", v)
 			}
-			ids = append(ids, id)
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
 		}
 	}
 	if len(ids) == 0 {
@@ -26,9 +34,9 @@ func listIDs(q url.Values) ([]int64, *rowError) {
 }
 
 // bulkOptions reads the query of a bulkinsert.
-func bulkOptions(q url.Values, activeRevives bool) (applyOpts, *rowError) {
+func bulkOptions(q url.Values, activeRevives, arrayOnly bool) (applyOpts, *rowError) {
 	var o applyOpts
-	ids, rerr := listIDs(q)
+	ids, rerr := listIDs(q, arrayOnly)
 	if rerr != nil {
 		return o, rerr
 	}
@@ -63,7 +71,7 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 	if err != nil {
 		return
 	}
-	o, rerr := bulkOptions(r.URL.Query(), e.opts.activeRevives)
+	o, rerr := bulkOptions(r.URL.Query(), e.opts.activeRevives, e.opts.listArrayOnly)
 	e.mu.Lock()
 	defs := e.st.fieldDefs()
 	e.mu.Unlock()
@@ -99,14 +107,15 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 }
 
 // createSubscriber is the single create/update: an upsert by e-mail into the list(s) of the
-// query. A status in the body is applied as given (active revives); without one a new
-// membership is active and an existing one keeps its status.
+// query. A status in the body (or, without one, in the query; only the query's with
+// WithStatusFromQuery) is applied as given (active revives); without one a new membership is
+// active and an existing one keeps its status.
 func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 	body, err := readBody(w, r)
 	if err != nil {
 		return
 	}
-	ids, rerr := listIDs(r.URL.Query())
+	ids, rerr := listIDs(r.URL.Query(), e.opts.listArrayOnly)
 	if rerr != nil {
 		write422(w, "%s", rerr.reason)
 		return
@@ -129,7 +138,26 @@ func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *r
 		write422(w, "%s", reason)
 		return
 	}
-	s := e.st.apply(&u, applyOpts{lists: ids, status: status, revive: true}, ms(e.now()))
+	q := r.URL.Query()
+	var mobile uint8
+	if e.opts.statusQuery {
+		status = stNone
+	}
+	for _, p := range []struct {
+		key string
+		to  *uint8
+	}{{"status", &status}, {"status_mobile", &mobile}} {
+		if !q.Has(p.key) || *p.to != stNone {
+			continue
+		}
+		st, ok := parseStatus(q.Get(p.key), false)
+		if !ok {
+			write422(w, "unknown %s %q", p.key, q.Get(p.key))
+			return
+		}
+		*p.to = st
+	}
+	s := e.st.apply(&u, applyOpts{lists: ids, status: status, mobile: mobile, revive: true}, ms(e.now()))
 	writeJSON(w, http.StatusOK, ack{Status: "200 Success", ID: s.id})
 }
 
@@ -202,6 +230,7 @@ func (st *store) showV2(dst []byte, s *subscriber, fields []*customField) []byte
 	for idx := fConsentEmail; idx <= fConsentPrivacy; idx++ {
 		o.strOrNull(stdFieldNames[idx], get(idx))
 	}
+	o.strOrNull("external_id", get(fExternalID))
 	for _, f := range fields {
 		o.strOrNull(fieldName(fieldExtraBase+f.slot), get(fieldExtraBase+f.slot))
 	}
@@ -282,39 +311,31 @@ func (e *Emulator) byList(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 	writeRaw(w, http.StatusOK, append(out, ']'))
 }
 
-// byEmail serves POST /subscribers/by_email: the subscribers found, in the order asked.
-func (e *Emulator) byEmail(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
+// byEmail serves POST /subscribers/by_email: {"email": …} answers the one subscriber with
+// this e-mail (trimmed, case-insensitive), or 404 when there is none, as public clients use it.
+func (e *Emulator) byEmail(w http.ResponseWriter, r *http.Request, ri *reqInfo) {
 	body, err := readBody(w, r)
 	if err != nil {
 		return
 	}
 	var b struct {
-		Emails []string `json:"emails"`
+		Email *string `json:"email"`
 	}
 	if err := decodeObject(w, body, &b); err != nil {
 		return
 	}
-	if len(b.Emails) > MaxBulkRows {
-		write422(w, "more than %d emails in one request", MaxBulkRows)
+	if b.Email == nil || strings.TrimSpace(*b.Email) == "" {
+		write422(w, "email is required")
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	fields := e.st.sortedFields()
-	out := []byte{'['}
-	seen := make(map[int64]bool, len(b.Emails))
-	for _, email := range b.Emails {
-		s := e.st.byKey[emailKey(email)]
-		if s == nil || seen[s.id] {
-			continue
-		}
-		seen[s.id] = true
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = e.st.showV2(out, s, fields)
+	s := e.st.byKey[emailKey(*b.Email)]
+	if s == nil {
+		notFound(w, r, ri)
+		return
 	}
-	writeRaw(w, http.StatusOK, append(out, ']'))
+	writeRaw(w, http.StatusOK, e.st.showV2(nil, s, e.st.sortedFields()))
 }
 
 // parseTime reads an ISO 8601 time (UTC when no zone is given) or a date YYYY-MM-DD. A date

@@ -107,12 +107,12 @@ func TestShowSubscriberV2Shape(t *testing.T) {
 	l := b.createList("L")
 	b.srv.CreateCustomField("Score", "number")
 	b.srv.CreateCustomField("Joined", "date")
-	b.ok("POST", "/subscribers/bulkinsert?subscriber_list_id="+itoa(l.ID), `[{"email":"s@example.com","firstname":"Sam","EXTRA2":"2024-01-31","SAMTYKKESMS":"yes"}]`)
+	b.ok("POST", "/subscribers/bulkinsert?subscriber_list_id="+itoa(l.ID), `[{"email":"s@example.com","firstname":"Sam","EXTRA2":"2024-01-31","SAMTYKKESMS":"yes","external_id":"CRM-7"}]`)
 	r := b.ok("GET", "/subscribers/1", "")
 	require.JSONEq(t, `{"id":1,"email":"s@example.com","firstname":"Sam","lastname":"","address":"","zip":"","city":"",
 		"phone":null,"company":"","birthday":null,"gender":"","date_created":"2025-03-10T12:00:00.000Z",
 		"date_updated":"2025-03-10T12:00:00.000Z","SAMTYKKEEPOST":null,"SAMTYKKESMS":"yes","SAMTYKKEEPOSTOGSMS":null,
-		"PERSONVERNERKLRING":null,"EXTRA1":null,"EXTRA2":"2024-01-31"}`, r.body)
+		"PERSONVERNERKLRING":null,"external_id":"CRM-7","EXTRA1":null,"EXTRA2":"2024-01-31"}`, r.body)
 	require.Equal(t, http.StatusMethodNotAllowed, b.v2("PATCH", "/subscribers/1", `{"email":"x@example.com"}`).status)
 }
 
@@ -141,6 +141,10 @@ func TestByListAndByEmail(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, b.v2("GET", base+"&per_page=1001", "").status)
 	require.Equal(t, http.StatusUnprocessableEntity, b.v2("GET", "/subscribers/by_list", "").status)
 
-	r := b.ok("POST", "/subscribers/by_email", `{"emails":["C@example.com","nobody@example.com","a@example.com"]}`)
-	require.Equal(t, []string{"c@example.com", "a@example.com"}, emails(r))
+	one := decode[map[string]any](t, b.ok("POST", "/subscribers/by_email", `{"email":" C@example.com"}`))
+	require.Equal(t, "c@example.com", one["email"])
+	r := b.v2("POST", "/subscribers/by_email", `{"email":"nobody@example.com"}`)
+	require.Equal(t, http.StatusNotFound, r.status)
+	require.JSONEq(t, `{"status":"404 Not found"}`, r.body)
+	require.Equal(t, http.StatusUnprocessableEntity, b.v2("POST", "/subscribers/by_email", `{"emails":["a@example.com"]}`).status)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/sink/sinktest"
 )
 
 func TestBulkInsertRefusesWholeBatch(t *testing.T) {
@@ -178,4 +180,17 @@ func TestBodyNeedsJSONContentType(t *testing.T) {
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
+}
+
+// TestDefault422IsTheSpecsBody: without WithRowMessages a 422 is exactly the spec's body.
+func TestDefault422IsTheSpecsBody(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sinktest.WithRowMessages(false))
+	list := b.createList("L")
+	for _, body := range []string{`[{"email":"nope"}]`, `{"email":"a@example.com"}`, `[{"email":"a@example.com","EXTRA9":"x"}]`} {
+		r := b.bulk("subscriber_list_id="+itoa(list.ID), body)
+		require.Equal(t, 422, r.status)
+		require.Equal(t, sinktest.Seed422, r.body)
+		require.Equal(t, `{"status":"422 Unprocessable entity"}`, r.body)
+	}
 }

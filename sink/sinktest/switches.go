@@ -1,0 +1,30 @@
+package sinktest
+
+// Switch is one alternative behaviour of the real service the evidence allows, as the
+// Emulator's options (and the subsim flag) give it.
+type Switch struct {
+	// Name is the subsim flag that turns it on.
+	Name string
+	// Options make an Emulator behave so.
+	Options []Option
+	// ListIDArray is true when a client must name lists as subscriber_list_id[] against it
+	// (sink.Config.ListIDArray).
+	ListIDArray bool
+}
+
+// Switches are every alternative the Emulator can take, and the default first (Name ""):
+// the matrix a client's tests run against.
+func Switches() []Switch {
+	return []Switch{
+		{Name: ""},
+		{Name: "status-wrapped", Options: []Option{WithStatusWrapped(true)}},
+		{Name: "status-paged", Options: []Option{WithStatusPaged(2)}},
+		{Name: "status-days", Options: []Option{WithStatusDays(true)}},
+		{Name: "status-from-query", Options: []Option{WithStatusFromQuery(true)}},
+		{Name: "list-id-array-only", Options: []Option{WithListIDArrayOnly(true)}, ListIDArray: true},
+		{Name: "put-only", Options: []Option{WithPutOnly(true)}},
+		{Name: "row-messages", Options: []Option{WithRowMessages(true)}},
+		{Name: "active-revives", Options: []Option{WithActiveRevives(true)}},
+		{Name: "plain-401", Options: []Option{WithPlainText401(true)}},
+	}
+}
