@@ -95,8 +95,9 @@ type pipeline struct {
 	nUnacked    int
 	outcomes    []outcome // rows not sent (or counted) awaiting the checkpoint, in ordinal order
 	seq         int
-	firstErr    error // the first failure: reading stops, in-flight batches finish
-	commitErr   error // a checkpoint failed (lease lost): nothing more is checkpointed
+	firstErr    error        // the first failure: reading stops, in-flight batches finish
+	commitErr   error        // a checkpoint failed (lease lost): nothing more is checkpointed
+	uncounted   state.Counts // requests of failed batches, for the next checkpoint
 	waitRows    time.Duration
 	waitWindow  time.Duration
 	freeChunks  chan *chunk // placed chunks back to the producer
@@ -126,7 +127,9 @@ type batch struct {
 	res       sink.BatchResult
 	err       error
 	acked     bool
-	committed bool // handed to the committer
+	counted   int  // the leading rows (ordinals at or below a checkpoint) counted by a checkpoint
+	rejAt     int  // the first of res.Rejects not yet counted
+	committed bool // every row counted: handed to the committer for good
 }
 
 // outcome is what happened to one row outside of a batch's acknowledgement.
@@ -985,7 +988,13 @@ func (p *pipeline) acked(ctx context.Context, b *batch) {
 	}
 	if b.err != nil {
 		// The batch stays in the window unacknowledged: the checkpoint never passes it, and
-		// the next attempt sends it again.
+		// the next attempt sends it again. Its requests were made all the same; a request the
+		// service answered with a wait (Retry-After) is repeated once the job has waited.
+		p.uncounted.Requests += int64(b.res.Requests)
+		p.uncounted.Retries += int64(b.res.Retries)
+		if ae := (*sink.APIError)(nil); errors.As(b.err, &ae) && ae.RetryAfter > 0 {
+			p.uncounted.Retries++
+		}
 		if p.firstErr == nil {
 			p.firstErr = b.err
 		}
@@ -1046,37 +1055,19 @@ func (p *pipeline) advance(ctx context.Context) {
 		return
 	}
 	w := p.watermark()
-	if w <= p.pos {
+	if w <= p.pos && p.uncounted == (state.Counts{}) {
 		return
 	}
+	w = max(w, p.pos)
 	u := &commitUnit{cp: state.Checkpoint{RunID: p.runID, Owner: p.owner, TTL: p.ttl, Position: w,
 		BytesDone: p.bytes}}
 	d := &u.cp.Delta
+	*d = p.uncounted
+	p.uncounted = state.Counts{}
 	d.Read = w - p.pos
 	for _, b := range p.window {
-		if !b.acked || b.committed || b.maxOrd > w {
-			continue
-		}
-		b.committed = true
-		u.batches = append(u.batches, b)
-		d.Sent += int64(b.res.Sent)
-		d.Batches++
-		d.Requests += int64(b.res.Requests)
-		d.Retries += int64(b.res.Retries)
-		refused := make(map[int]bool, len(b.res.Rejects))
-		for _, rr := range b.res.Rejects {
-			if rr.Index < 0 || rr.Index >= len(b.ords) {
-				continue
-			}
-			refused[rr.Index] = true
-			d.Rejected++
-			u.cp.Rejects = append(u.cp.Rejects, state.Reject{Ordinal: b.ords[rr.Index], Line: b.lines[rr.Index],
-				Sheet: p.sheet, Column: "", Value: strings.Clone(rr.Email), Code: state.CodeRefused, Reason: rr.Reason})
-		}
-		for i := range b.rows {
-			if !refused[i] {
-				u.fps = append(u.fps, state.Fingerprint{Email: b.emails[i], Payload: b.payloads[i], Source: b.sources[i]})
-			}
+		if b.acked && !b.committed {
+			p.countBatch(u, b, w)
 		}
 	}
 	n := 0
@@ -1103,6 +1094,48 @@ func (p *pipeline) advance(ctx context.Context) {
 	}
 	p.pendingCommits++
 	p.commits <- u
+}
+
+// countBatch adds to u the rows of an acknowledged batch that the checkpoint w newly covers:
+// sent, or refused (a reject), with their fingerprints; and, with its first rows counted, the
+// batch itself and its requests.
+//
+// A batch is counted row by row, not whole: with several status groups, the checkpoint can
+// pass some of an acknowledged batch's rows while a batch of another group holds it below the
+// rest. An attempt that resumes from that checkpoint never reads those rows again, so this
+// checkpoint is their only chance to be counted; the rows above it are sent and counted
+// again by that attempt.
+func (p *pipeline) countBatch(u *commitUnit, b *batch, w int64) {
+	k, _ := slices.BinarySearch(b.ords, w+1) // the rows at or below w; ords ascend
+	if k <= b.counted {
+		return
+	}
+	d := &u.cp.Delta
+	if b.counted == 0 {
+		d.Batches++
+		d.Requests += int64(b.res.Requests)
+		d.Retries += int64(b.res.Retries)
+	}
+	rejects := b.res.Rejects // ordered by Index
+	for i := b.counted; i < k; i++ {
+		for b.rejAt < len(rejects) && rejects[b.rejAt].Index < i {
+			b.rejAt++
+		}
+		if b.rejAt < len(rejects) && rejects[b.rejAt].Index == i {
+			rr := rejects[b.rejAt]
+			d.Rejected++
+			u.cp.Rejects = append(u.cp.Rejects, state.Reject{Ordinal: b.ords[i], Line: b.lines[i],
+				Sheet: p.sheet, Value: strings.Clone(rr.Email), Code: state.CodeRefused, Reason: rr.Reason})
+			continue
+		}
+		d.Sent++
+		u.fps = append(u.fps, state.Fingerprint{Email: b.emails[i], Payload: b.payloads[i], Source: b.sources[i]})
+	}
+	b.counted = k
+	if k == len(b.ords) {
+		b.committed = true
+		u.batches = append(u.batches, b)
+	}
 }
 
 // committer writes checkpoints in order, and saves the fingerprints of acknowledged rows

@@ -28,8 +28,12 @@ type heldCall struct {
 	answer chan error
 }
 
-// holdingSender is a batchSender whose calls wait for the test.
-type holdingSender struct{ calls chan heldCall }
+// holdingSender is a batchSender whose calls wait for the test. When refuse is set, an
+// acknowledged call reports the rows it names as refused by the service.
+type holdingSender struct {
+	calls  chan heldCall
+	refuse func(sink.Subscriber) bool
+}
 
 func (s *holdingSender) InsertBatch(ctx context.Context, _ sink.BulkOptions, rows []sink.Subscriber) (sink.BatchResult, error) {
 	c := heldCall{rows: rows, answer: make(chan error)}
@@ -41,7 +45,14 @@ func (s *holdingSender) InsertBatch(ctx context.Context, _ sink.BulkOptions, row
 	if err := <-c.answer; err != nil {
 		return sink.BatchResult{Requests: 1}, err
 	}
-	return sink.BatchResult{Sent: len(rows), Requests: 1}, nil
+	res := sink.BatchResult{Sent: len(rows), Requests: 1}
+	for i, r := range rows {
+		if s.refuse != nil && s.refuse(r) {
+			res.Sent--
+			res.Rejects = append(res.Rejects, sink.RowReject{Index: i, Email: r.Email, Reason: "refused"})
+		}
+	}
+	return res, nil
 }
 
 // TestPipelineOrdersDuplicates: a row whose e-mail is in a sent, unacknowledged batch waits
@@ -160,10 +171,16 @@ func TestPipelineKeepsSourceOrder(t *testing.T) {
 // a fresh SQLite store, with three goroutines mapping; the caller sets its window.
 func testPipeline(t *testing.T, csvText string, sender batchSender) (*pipeline, *state.Store, state.Run) {
 	t.Helper()
+	store, run := testRun(t)
+	return testPipelineOn(t, store, run, csvText, sender), store, run
+}
+
+// testPipelineOn is testPipeline on a given store and run (an attempt resuming it).
+func testPipelineOn(t *testing.T, store *state.Store, run state.Run, csvText string, sender batchSender) *pipeline {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "contacts.csv")
 	require.NoError(t, os.WriteFile(path, []byte(csvText), 0o600))
-	store, run := testRun(t)
 	r, err := sources.Open(ctx, sources.Config{Path: path})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
@@ -173,7 +190,7 @@ func testPipeline(t *testing.T, csvText string, sender batchSender) (*pipeline, 
 	return &pipeline{store: store, sender: sender, log: slog.New(slog.DiscardHandler), reader: r, mapper: m,
 		mapWorkers: 3, dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o",
 		ttl: time.Minute, suppressionMode: SuppressionSkip, fps: state.NewFingerprintSet(7), fpFlush: 1 << 20,
-		stopping: make(chan struct{})}, store, run
+		stopping: make(chan struct{})}
 }
 
 // testRun is a fresh SQLite store holding one claimed import run.
@@ -384,4 +401,123 @@ Grupper = { to = "tags", separator = ";" }
 	}))
 	require.Equal(t, 6, tooLong)
 	require.Equal(t, 1000-2, dups) // rows 2003 and 2503 are too long first
+}
+
+// TestPipelineResumedBooksAreExact: with rows of two status groups interleaved, an
+// acknowledged batch can be partly under a checkpoint while a batch of the other group is
+// open; when the worker dies then, the rows of that part are not sent again by the attempt
+// that resumes, so they must have been counted (and their refused rows recorded) by the
+// checkpoint. The books of the run come out exact: every row counted once.
+func TestPipelineResumedBooksAreExact(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	var b strings.Builder
+	b.WriteString("E-post,Fornavn,Nyhetsbrev\n")
+	for i := 1; i <= n; i++ {
+		consent, name := "ja", fmt.Sprintf("Ola%d", i)
+		if i%4 == 0 {
+			consent = "nei" // unsubscribed: its own status group
+		}
+		if i == 2 {
+			name = "Nekt" // the service refuses this row
+		}
+		fmt.Fprintf(&b, "person%d@example.com,%s,%s\n", i, name, consent)
+	}
+	spec, err := mapping.ParseSpec([]byte(`
+[columns]
+"E-post" = "email"
+Fornavn = "firstname"
+Nyhetsbrev = "SAMTYKKEEPOST"
+`))
+	require.NoError(t, err)
+	refuse := func(s sink.Subscriber) bool { return s.Firstname == "Nekt" }
+	withSpec := func(p *pipeline) *pipeline {
+		m, err := mapping.Compile(spec, p.reader.Header(), mapping.Fields{})
+		require.NoError(t, err)
+		p.mapper, p.dedupe, p.mappingFP = m, m.NewDeduper(), m.Fingerprint()
+		p.windowSize = 4
+		return p
+	}
+
+	// The first attempt: the first batch of the consenting group (rows 1 to 1333 but every
+	// fourth) is acknowledged while row 4's group is not sent yet; the checkpoint moves to
+	// row 3, and the worker dies.
+	sender := &holdingSender{calls: make(chan heldCall), refuse: refuse}
+	store, run := testRun(t)
+	p := withSpec(testPipelineOn(t, store, run, b.String(), sender))
+	commits := make(chan state.Counts, 16)
+	p.onCommit = func(c state.Counts) { commits <- c }
+	ctx, kill := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.run(ctx, 0) }()
+	var calls []heldCall // the four batches fit in the window
+	for range 4 {
+		calls = append(calls, <-sender.calls)
+	}
+	k := slices.IndexFunc(calls, func(c heldCall) bool { return c.rows[0].Email == "person1@example.com" })
+	require.GreaterOrEqual(t, k, 0)
+	first := calls[k]
+	calls = slices.Delete(calls, k, k+1)
+	require.Equal(t, "person1333@example.com", first.rows[len(first.rows)-1].Email)
+	first.answer <- nil
+	<-commits
+	kill()
+	require.ErrorIs(t, <-done, context.Canceled)
+	for _, c := range calls {
+		c.answer <- context.Canceled
+	}
+	got, err := store.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), got.Position, "row 4's batch holds the checkpoint")
+
+	// The next attempt resumes after row 3 and sends the rest.
+	rec := &recordingSender{}
+	p = withSpec(testPipelineOn(t, store, run, b.String(), rec))
+	require.NoError(t, p.run(context.Background(), got.Position))
+	require.NotContains(t, rec.emails, "person3@example.com")
+	require.Contains(t, rec.emails, "person5@example.com")
+
+	got, err = store.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(n), got.Position)
+	// Batches: the first attempt's, counted with rows 1 to 3, and the second attempt's 4.
+	require.Equal(t, state.Counts{Read: n, Sent: n - 1, Rejected: 1, Batches: 5, Requests: 5}, got.Counts)
+	var rejects []state.Reject
+	require.NoError(t, store.Rejects(context.Background(), run.ID, func(rj state.Reject) error {
+		rejects = append(rejects, rj)
+		return nil
+	}))
+	require.Len(t, rejects, 1)
+	require.Equal(t, 3, rejects[0].Line)
+	require.Equal(t, state.CodeRefused, rejects[0].Code)
+	require.Equal(t, "person2@example.com", rejects[0].Value)
+}
+
+// TestPipelineCountsRequestsWaitedOut: a batch the service answers with a Retry-After longer
+// than the client waits ends the attempt (the job snoozes); its requests are counted all the
+// same, and the one answered with the wait as a retry, for the next attempt repeats it.
+func TestPipelineCountsRequestsWaitedOut(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("E-post\n")
+	for i := 1; i <= 1500; i++ {
+		fmt.Fprintf(&b, "person%d@example.com\n", i)
+	}
+	sender := &holdingSender{calls: make(chan heldCall)}
+	p, store, run := testPipeline(t, b.String(), sender)
+	p.windowSize = 4
+	done := make(chan error, 1)
+	go func() { done <- p.run(context.Background(), 0) }()
+	calls := []heldCall{<-sender.calls, <-sender.calls}
+	if len(calls[0].rows) != 1000 {
+		calls[0], calls[1] = calls[1], calls[0]
+	}
+	calls[0].answer <- nil
+	wait := &sink.APIError{StatusCode: 429, RetryAfter: time.Minute}
+	calls[1].answer <- wait
+	require.ErrorIs(t, <-done, wait)
+
+	got, err := store.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, state.Counts{Read: 1000, Sent: 1000, Batches: 1, Requests: 2, Retries: 1}, got.Counts)
 }
