@@ -47,7 +47,7 @@
 //     The sweeper also closes runs left claimed by a dead worker whose job then ended.
 //   - Wait follows a job's run and, when no worker runs in this process, works it in-process.
 //
-// `go run ./jobs/e2ebench` measures an import of a million generated contacts (CSV and XLSX)
+// `go run ./cmd/e2ebench` measures an import of a million generated contacts (CSV and XLSX)
 // against the emulator's raw limit, and the worker's peak memory; `-mode delta` measures a
 // sync of them and a second sync after 1% changed.
 package jobs

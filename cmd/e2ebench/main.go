@@ -18,9 +18,9 @@
 // skipped by their fingerprints). It prints rows/s, rows sent, unchanged, and the peak RSS of
 // each run, and the second run's time as a share of the first's.
 //
-//	go run ./jobs/e2ebench                      # 1,000,000 rows, csv and xlsx
-//	go run ./jobs/e2ebench -rows 200000 -formats csv
-//	go run ./jobs/e2ebench -mode delta          # 1,000,000 rows, synced twice, 1% changed
+//	go run ./cmd/e2ebench                      # 1,000,000 rows, csv and xlsx
+//	go run ./cmd/e2ebench -rows 200000 -formats csv
+//	go run ./cmd/e2ebench -mode delta          # 1,000,000 rows, synced twice, 1% changed
 //
 // SUBSYNC_E2EBENCH_LOG=info shows the subsync process's log; SUBSYNC_E2EBENCH_CPUPROFILE=file makes the subsync process write a CPU profile.
 package main
