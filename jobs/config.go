@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
@@ -32,11 +33,11 @@ const (
 // pushed as active, and it is counted as suppressed.
 const (
 	// SuppressionSkip leaves the row out of the push. The default.
-	SuppressionSkip = "skip"
+	SuppressionSkip = pipeline.SuppressionSkip
 	// SuppressionUpdateKeepStatus pushes the row's data through bulkinsert's status form with
 	// the suppressed status (status=unsubscribed or status=bounce, one batch per status), so
 	// names and fields stay current and the service keeps the person unsubscribed or bounced.
-	SuppressionUpdateKeepStatus = "update-keep-status"
+	SuppressionUpdateKeepStatus = pipeline.SuppressionUpdateKeepStatus
 )
 
 // Write-back kinds: where a status pull writes the changes it found.

@@ -23,7 +23,9 @@
 //     a status pull changed it). A suppressed row is never sent as active: it is skipped
 //     (skip) or sent with its suppressed status (update-keep-status), and counted as
 //     suppressed either way. PlanSync and PlanImport are dry runs of the same pipeline.
-//   - A run streams source → mapping → dedupe → suppression and delta filters → batches of
+//   - A run is the engine of package internal/pipeline (producer, filter, batcher,
+//     committer); jobs claims the run, fills the engine's Config and records its outcome.
+//     It streams source → mapping → dedupe → suppression and delta filters → batches of
 //     at most 1000 (one per status group) → bulkinsert, with up to Config.BatchesInFlight
 //     batches sent and not yet checkpointed. After each acknowledged batch the checkpoint
 //     (the highest ordinal below which every row is done) is written with the counts and
