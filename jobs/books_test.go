@@ -99,7 +99,8 @@ func requireExactBooks(t *testing.T, b *bundle, rt *jobs.Runtime, jobID int64, n
 // ("ja" and "nei"), is killed three times (SIGKILL) and snoozed twice on a Retry-After; it
 // completes with books that show exactly the rows delivered and the rows refused.
 func TestKillsAndSnoozesKeepExactBooks(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other tests: these worker processes take the machine for a
+	// while, and the timings of the other kill tests would suffer.
 
 	eachBackend(t, func(t *testing.T, backend string) {
 		ctx := context.Background()
@@ -152,7 +153,8 @@ func TestKillsAndSnoozesKeepExactBooks(t *testing.T) {
 // requests 5xx, 10% 429 with Retry-After and drops 5% of connections after applying them,
 // with the worker killed twice: every row is delivered, and the books are exact.
 func TestFaultMatrixKeepsExactBooks(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other tests: these worker processes take the machine for a
+	// while, and the timings of the other kill tests would suffer.
 
 	eachBackend(t, func(t *testing.T, backend string) {
 		ctx := context.Background()
