@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/state"
@@ -22,6 +23,13 @@ import (
 
 // errLeaseLost cancels an attempt whose run another worker took over.
 var errLeaseLost = errors.New("run lease lost")
+
+// commitTimeout bounds one write of a run's outcome (and of a write-back's result), made even
+// while the job is being cancelled.
+const commitTimeout = 30 * time.Second
+
+// errInterrupted ends a run whose worker is shutting down; it resumes from its checkpoint.
+var errInterrupted = pipeline.ErrInterrupted
 
 // errCancelled cancels an attempt whose job a user cancelled (seen by the heartbeat; River
 // also cancels the attempt's context itself where its driver can notify).

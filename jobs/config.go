@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/internal/secret"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
@@ -33,11 +34,11 @@ const (
 // pushed as active, and it is counted as suppressed.
 const (
 	// SuppressionSkip leaves the row out of the push. The default.
-	SuppressionSkip = "skip"
+	SuppressionSkip = pipeline.SuppressionSkip
 	// SuppressionUpdateKeepStatus pushes the row's data through bulkinsert's status form with
 	// the suppressed status (status=unsubscribed or status=bounce, one batch per status), so
 	// names and fields stay current and the service keeps the person unsubscribed or bounced.
-	SuppressionUpdateKeepStatus = "update-keep-status"
+	SuppressionUpdateKeepStatus = pipeline.SuppressionUpdateKeepStatus
 )
 
 // Write-back kinds: where a status pull writes the changes it found.

@@ -23,7 +23,9 @@
 //     a status pull changed it). A suppressed row is never sent as active: it is skipped
 //     (skip) or sent with its suppressed status (update-keep-status), and counted as
 //     suppressed either way. PlanSync and PlanImport are dry runs of the same pipeline.
-//   - A run streams source → mapping → dedupe → suppression and delta filters → batches of
+//   - A run is the engine of package internal/pipeline (producer, filter, batcher,
+//     committer); jobs claims the run, fills the engine's Config and records its outcome.
+//     It streams source → mapping → dedupe → suppression and delta filters → batches of
 //     at most 1000 (one per status group) → bulkinsert, with up to Config.BatchesInFlight
 //     batches sent and not yet checkpointed. After each acknowledged batch the checkpoint
 //     (the highest ordinal below which every row is done) is written with the counts and
@@ -47,7 +49,7 @@
 //     The sweeper also closes runs left claimed by a dead worker whose job then ended.
 //   - Wait follows a job's run and, when no worker runs in this process, works it in-process.
 //
-// `go run ./jobs/e2ebench` measures an import of a million generated contacts (CSV and XLSX)
+// `go run ./cmd/e2ebench` measures an import of a million generated contacts (CSV and XLSX)
 // against the emulator's raw limit, and the worker's peak memory; `-mode delta` measures a
 // sync of them and a second sync after 1% changed.
 package jobs

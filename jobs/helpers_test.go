@@ -129,6 +129,21 @@ func bulkRows(emu *sinktest.Server) (rows, requests int) {
 	return rows, requests
 }
 
+// bulkRequests counts the bulkinsert requests into list the emulator answered, and those of
+// them it did not acknowledge.
+func bulkRequests(emu *sinktest.Server, listID int64) (requests, failed int) {
+	for _, r := range emu.Requests() {
+		if r.Method == "POST" && r.Path == sinktest.V2Prefix+"/subscribers/bulkinsert" &&
+			r.Query.Get("subscriber_list_id") == fmt.Sprint(listID) {
+			requests++
+			if r.Status != 200 {
+				failed++
+			}
+		}
+	}
+	return requests, failed
+}
+
 // waitFor polls cond every 10ms until it holds or the timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

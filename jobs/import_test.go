@@ -184,6 +184,11 @@ func TestSnoozeOnLongRetryAfter(t *testing.T) {
 		require.Empty(t, run.Error)
 		require.Equal(t, int64(1500), run.Counts.Sent)
 		require.Len(t, b.emu.ListSubscribers(b.listID), 1500)
+		// The books count every request, the 429 that was waited out included (here the list
+		// check's, before any batch), and it as repeated.
+		requests, refused := bulkRequests(b.emu, b.listID)
+		require.Equal(t, int64(requests), run.Counts.Requests)
+		require.Equal(t, int64(refused), run.Counts.Retries)
 	})
 }
 

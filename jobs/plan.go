@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
@@ -105,130 +106,68 @@ func (rt *Runtime) PlanImport(ctx context.Context, args ImportArgs, row func(Pla
 		suppression: args.Suppression}, row)
 }
 
-// plan runs the producer of a pipeline (read, map, dedupe, filter) to the end of the source
-// and turns its chunks into plan rows.
+// plan runs the producer and filter of a pipeline (read, map, dedupe, filter) to the end of
+// the source and adds up what the run would do with each row.
 func (rt *Runtime) plan(ctx context.Context, s streamSpec, row func(PlanRow) error) (Plan, error) {
-	p, r, err := rt.prepare(ctx, rt.log, s, true)
+	cfg, r, err := rt.prepare(ctx, rt.log, s, true)
 	if err != nil {
 		return Plan{}, err
 	}
 	defer r.Close()
-	pctx, cancel := context.WithCancel(ctx)
-	chunks := make(chan *chunk, 2)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.produce(pctx, 0, chunks)
-	}()
-	defer func() {
-		cancel()
-		for range chunks { // let the producer end
-		}
-		<-done
-	}()
+	p, err := pipeline.New(cfg)
+	if err != nil {
+		return Plan{}, err
+	}
 	pl := Plan{ByStatus: map[string]int64{}, RejectsByCode: map[string]int64{}}
-	emit := func(pr PlanRow) error {
+	read, err := p.DryRun(ctx, func(rp pipeline.RowPlan) error {
+		pr := planRow(rp, &pl)
+		pl.Counts = pl.Counts.Add(rp.Counts)
 		if row == nil {
 			return nil
 		}
 		return row(pr)
-	}
-	for {
-		c, ok := <-chunks
-		if !ok {
-			if err := ctx.Err(); err != nil {
-				return pl, err
-			}
-			return pl, fmt.Errorf("reading the source stopped")
-		}
-		if c.err != nil {
-			return pl, c.err
-		}
-		if err := planChunk(c, p.sheetOf(c), &pl, emit); err != nil {
-			return pl, err
-		}
-		pl.Counts.Read = c.lastRead
-		if c.eof {
-			return pl, nil
-		}
-	}
+	})
+	pl.Counts.Read = read
+	return pl, err
 }
 
-// sheetOf is the worksheet of a chunk's rows ("" for other sources).
-func (p *pipeline) sheetOf(c *chunk) string {
-	if len(c.rows) > 0 {
-		return c.rows[0].Sheet
+// planRow is the plan row of what a run would do with a row, counted in pl's sums by status
+// and reject code.
+func planRow(rp pipeline.RowPlan, pl *Plan) PlanRow {
+	pr := PlanRow{Line: rp.Line, Email: rp.Email}
+	if rj := rp.Reject; rj != nil {
+		pr = PlanRow{Line: rj.Line, Sheet: rj.Sheet, Code: rj.Code, Column: rj.Column, Value: rj.Value, Reason: rj.Reason}
 	}
-	return ""
-}
-
-// planChunk merges a chunk's rows to send and its outcomes (both in source order) into plan
-// rows, and adds them up.
-func planChunk(c *chunk, sheet string, pl *Plan, emit func(PlanRow) error) error {
-	rows, outs := c.rows, c.outcomes
-	i, j := 0, 0
-	for i < len(rows) || j < len(outs) {
-		var ord int64
-		switch {
-		case i < len(rows) && (j >= len(outs) || rows[i].Ordinal <= outs[j].ord):
-			ord = rows[i].Ordinal
-		default:
-			ord = outs[j].ord
-		}
-		var counts state.Counts
-		var pr PlanRow
-		k := j
-		for k < len(outs) && outs[k].ord == ord {
-			o := &outs[k]
-			counts = counts.Add(o.counts())
-			switch {
-			case o.reject != nil:
-				pr.Line, pr.Sheet, pr.Code, pr.Column, pr.Value, pr.Reason =
-					o.reject.Line, o.reject.Sheet, o.reject.Code, o.reject.Column, o.reject.Value, o.reject.Reason
-			case o.note == nil:
-			case o.kind == outSuppressed:
-				pr.Line, pr.Email, pr.Status = o.note.line, o.note.email, o.note.status
-			case pr.Email == "":
-				pr.Line, pr.Email = o.note.line, o.note.email
-			}
-			k++
-		}
-		j = k
-		sheetOf := sheet
-		switch {
-		case i < len(rows) && rows[i].Ordinal == ord:
-			r := rows[i]
-			i++
-			counts.Sent++
-			pr = PlanRow{Line: r.Line, Sheet: r.Sheet, Email: r.Sub.Email, Action: PlanSend, Status: r.Status,
-				StatusMobile: r.StatusMobile}
-			switch {
-			case counts.Suppressed > 0:
-				pr.Reason = "suppressed (" + r.Status + "): sent keeping that status"
-			case counts.Duplicates > 0:
-				pr.Reason = "duplicate e-mail: sent after the earlier row, so its values win"
-			}
-			pl.ByStatus[r.Status]++
-		case counts.Rejected > 0:
-			pr.Action = PlanRejected
-			pl.RejectsByCode[pr.Code]++
-		case counts.Suppressed > 0:
-			pr.Action = PlanSuppressed
-		case counts.Unchanged > 0:
-			pr.Action = PlanUnchanged
-		default:
-			pr.Action = PlanDuplicate
-			pr.Reason = "duplicate e-mail: an earlier row was sent"
-		}
-		if pr.Sheet == "" {
-			pr.Sheet = sheetOf
-		}
-		pl.Counts = pl.Counts.Add(counts)
-		if err := emit(pr); err != nil {
-			return err
-		}
+	if rp.Counts.Suppressed > 0 && rp.Row == nil {
+		pr.Status = rp.Status
 	}
-	return nil
+	switch c := rp.Counts; {
+	case rp.Row != nil:
+		r := rp.Row
+		pr = PlanRow{Line: r.Line, Sheet: r.Sheet, Email: r.Sub.Email, Action: PlanSend, Status: r.Status,
+			StatusMobile: r.StatusMobile}
+		switch {
+		case c.Suppressed > 0:
+			pr.Reason = "suppressed (" + r.Status + "): sent keeping that status"
+		case c.Duplicates > 0:
+			pr.Reason = "duplicate e-mail: sent after the earlier row, so its values win"
+		}
+		pl.ByStatus[r.Status]++
+	case c.Rejected > 0:
+		pr.Action = PlanRejected
+		pl.RejectsByCode[pr.Code]++
+	case c.Suppressed > 0:
+		pr.Action = PlanSuppressed
+	case c.Unchanged > 0:
+		pr.Action = PlanUnchanged
+	default:
+		pr.Action = PlanDuplicate
+		pr.Reason = "duplicate e-mail: an earlier row was sent"
+	}
+	if pr.Sheet == "" {
+		pr.Sheet = rp.Sheet
+	}
+	return pr
 }
 
 // PlanCSVHeader is the header row of a plan written by PlanCSV.

@@ -35,6 +35,8 @@ type workerConfig struct {
 	BatchesInFlight int           `json:"batches_in_flight"`
 	LeaseTTL        time.Duration `json:"lease_ttl"`
 	ShutdownTimeout time.Duration `json:"shutdown_timeout"`
+	RetryAfterCap   time.Duration `json:"retry_after_cap,omitempty"`
+	MaxAttempts     int           `json:"max_attempts,omitempty"`
 }
 
 func TestMain(m *testing.M) {
@@ -58,7 +60,8 @@ func workerMain(raw string) int {
 		DatabaseURL: c.DatabaseURL, DataDir: c.DataDir, BatchesInFlight: c.BatchesInFlight,
 		LeaseTTL: c.LeaseTTL, ShutdownTimeout: c.ShutdownTimeout, Logger: log,
 		Sink: sink.Config{BaseURL: c.SinkURL, UserID: c.UserID, APIKey: os.Getenv("SUBSYNC_API_KEY"),
-			RequestsPerSecond: -1, MaxInFlight: 4, BackoffBase: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond},
+			RequestsPerSecond: -1, MaxInFlight: max(4, c.BatchesInFlight), BackoffBase: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
+			RetryAfterCap: c.RetryAfterCap, MaxAttempts: c.MaxAttempts},
 	})
 	if err != nil {
 		log.Error("open", "error", err)
@@ -85,7 +88,7 @@ func startWorker(t *testing.T, b *bundle) *worker {
 	t.Helper()
 	raw, err := json.Marshal(workerConfig{DatabaseURL: b.cfg.DatabaseURL, DataDir: b.cfg.DataDir, SinkURL: b.emu.URL,
 		UserID: b.emu.User, BatchesInFlight: b.cfg.BatchesInFlight, LeaseTTL: b.cfg.LeaseTTL,
-		ShutdownTimeout: b.cfg.ShutdownTimeout})
+		ShutdownTimeout: b.cfg.ShutdownTimeout, RetryAfterCap: b.cfg.Sink.RetryAfterCap, MaxAttempts: b.cfg.Sink.MaxAttempts})
 	require.NoError(t, err)
 	w := &worker{output: &testlog.Buffer{}, done: make(chan struct{})}
 	w.cmd = exec.Command(os.Args[0], "-test.run=^$")

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
@@ -43,9 +44,10 @@ func (rt *Runtime) checkList(ctx context.Context, id int64) error {
 // service's custom fields (creating missing ones unless dryRun), and loads the suppression
 // list and, for a delta run, the fingerprints: everything a run or a dry run needs before the
 // first row. The caller closes the returned reader.
-func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, dryRun bool) (*pipeline, sources.Reader, error) {
+func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, dryRun bool) (pipeline.Config, sources.Reader, error) {
+	var cfg pipeline.Config
 	if rt.sinkErr != nil {
-		return nil, nil, permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
+		return cfg, nil, permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
 	}
 	src := s.source
 	if src.IsHeader == nil {
@@ -59,7 +61,7 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 			// A file that is missing, unreadable or not what it claims stays so: fail now.
 			err = permanent(err)
 		}
-		return nil, nil, err
+		return cfg, nil, err
 	}
 	ok := false
 	defer func() {
@@ -68,7 +70,7 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		}
 	}()
 	if err := rt.checkList(ctx, s.listID); err != nil {
-		return nil, nil, err
+		return cfg, nil, err
 	}
 
 	var spec mapping.Spec
@@ -82,14 +84,14 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	}
 	fields, err := resolve(ctx, rt.sink, spec)
 	if err != nil {
-		return nil, nil, fmt.Errorf("resolve custom fields: %w", err)
+		return cfg, nil, fmt.Errorf("resolve custom fields: %w", err)
 	}
 	for _, f := range fields.Created() {
 		log.InfoContext(ctx, "created custom field", slog.String("label", f.Label), slog.String("slot", f.Value))
 	}
 	m, err := mapping.Compile(spec, r.Header(), fields)
 	if err != nil {
-		return nil, nil, permanent(fmt.Errorf("mapping: %w", err))
+		return cfg, nil, permanent(fmt.Errorf("mapping: %w", err))
 	}
 	if len(unplaced) > 0 || len(m.Unplaced()) > 0 {
 		log.WarnContext(ctx, "columns not sent (neither mapped nor ignored)", slog.Any("columns", m.Unplaced()))
@@ -97,44 +99,39 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	fps := state.NewFingerprintSet(s.listID)
 	if s.delta {
 		if fps, err = rt.store.LoadFingerprints(ctx, s.listID); err != nil {
-			return nil, nil, err
+			return cfg, nil, err
 		}
 	}
-	p := &pipeline{
-		store:           rt.store,
-		sender:          rt.sink,
-		log:             log,
-		reader:          r,
-		mapper:          m,
-		mapWorkers:      runtime.GOMAXPROCS(0),
-		dedupe:          m.NewDeduper(),
-		mappingFP:       m.Fingerprint(),
-		listID:          s.listID,
-		tag:             s.tag,
-		ttl:             rt.cfg.LeaseTTL,
-		windowSize:      rt.cfg.BatchesInFlight,
-		delta:           s.delta,
-		suppressionMode: s.suppression,
-		fps:             fps,
-		fpFlush:         rt.cfg.FingerprintFlush,
-		plan:            dryRun,
+	cfg = pipeline.Config{
+		Reader:           r,
+		Mapper:           m,
+		Sender:           rt.sink,
+		Store:            pipeline.StateStore(rt.store),
+		Logger:           log,
+		MapWorkers:       runtime.GOMAXPROCS(0),
+		ListID:           s.listID,
+		Tag:              s.tag,
+		LeaseTTL:         rt.cfg.LeaseTTL,
+		Window:           rt.cfg.BatchesInFlight,
+		Delta:            s.delta,
+		Suppression:      s.suppression,
+		Fingerprints:     fps,
+		FingerprintFlush: rt.cfg.FingerprintFlush,
+		DryRun:           dryRun,
 	}
-	if p.suppressionMode == "" {
-		p.suppressionMode = SuppressionSkip
-	}
-	p.setSourceHash(m, r.Header())
-	// Loaded now, so that a failure shows before the first row; re-read as it changes.
-	if err := p.refreshSuppressions(ctx); err != nil {
-		return nil, nil, err
+	// The suppression list is loaded now, so that a failure shows before the first row; the
+	// run re-reads it as it changes.
+	if cfg.Suppressions, err = rt.store.LoadSuppressions(ctx, s.listID); err != nil {
+		return cfg, nil, err
 	}
 	ok = true
-	return p, r, nil
+	return cfg, r, nil
 }
 
 // stream runs the pipeline of an import or sync run from the run's checkpoint. It returns the
 // source's watermark (SQL sources with a watermark column), "" otherwise.
 func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string, error) {
-	p, r, err := rt.prepare(ctx, a.log, s, false)
+	cfg, r, err := rt.prepare(ctx, a.log, s, false)
 	if err != nil {
 		return "", err
 	}
@@ -144,10 +141,14 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 		return "", err
 	}
 	kind, sync := a.run.Kind, syncLabel(a.run.Kind, a.run.Name)
-	p.runID, p.owner = a.run.ID, a.owner
-	p.stopping = rt.stoppingChan()
-	p.onCommit = func(c state.Counts) { rt.metrics.addCounts(kind, sync, c) }
-	if err := p.run(ctx, a.run.Position); err != nil {
+	cfg.RunID, cfg.Owner = a.run.ID, a.owner
+	cfg.Stopping = rt.stoppingChan()
+	cfg.OnCommit = func(c state.Counts) { rt.metrics.addCounts(kind, sync, c) }
+	p, err := pipeline.New(cfg)
+	if err != nil {
+		return "", err
+	}
+	if err := p.Run(ctx, a.run.Position); err != nil {
 		return "", err
 	}
 	if w, ok := r.(interface{ Watermark() string }); ok {

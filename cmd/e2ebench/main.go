@@ -18,9 +18,11 @@
 // skipped by their fingerprints). It prints rows/s, rows sent, unchanged, and the peak RSS of
 // each run, and the second run's time as a share of the first's.
 //
-//	go run ./jobs/e2ebench                      # 1,000,000 rows, csv and xlsx
-//	go run ./jobs/e2ebench -rows 200000 -formats csv
-//	go run ./jobs/e2ebench -mode delta          # 1,000,000 rows, synced twice, 1% changed
+//	go run ./cmd/e2ebench                      # 1,000,000 rows, csv and xlsx
+//	go run ./cmd/e2ebench -rows 200000 -formats csv
+//	go run ./cmd/e2ebench -mode delta          # 1,000,000 rows, synced twice, 1% changed
+//	go run ./cmd/e2ebench -rows 100000 -formats csv -latency 20ms -batches-in-flight 2
+//	                                           # against a service 20 ms away: the bound the window sets
 //
 // SUBSYNC_E2EBENCH_LOG=info shows the subsync process's log; SUBSYNC_E2EBENCH_CPUPROFILE=file makes the subsync process write a CPU profile.
 package main
@@ -101,6 +103,7 @@ func main() {
 	inFlight := flag.Int("in-flight", 4, "HTTP requests in flight, for both clients")
 	batches := flag.Int("batches-in-flight", 4, "subsync's batches sent and not yet checkpointed (jobs.Config.BatchesInFlight)")
 	mode := flag.String("mode", "import", "import (subsync against the raw limit) or delta (two syncs, 1% changed)")
+	flag.DurationVar(&latency, "latency", 0, "added by the emulator to every request, as a service tens of milliseconds away")
 	flag.Parse()
 	var err error
 	switch *mode {
@@ -158,8 +161,14 @@ func run(n int, formats []string, dir string, inFlight, batches int) error {
 			fmt.Printf("\n%-6s %14s %14s %8s %17s\n", "format", "raw rows/s", "subsync rows/s", "ratio", "subsync peak RSS")
 			header = true
 		}
-		fmt.Printf("%-6s %14.0f %14.0f %7.0f%% %14.0f MB   (raw %.2fs, subsync %.2fs queued to completed, %.2fs with client stop)\n",
-			format, rawRate, rate, 100*rate/rawRate, float64(res.VmHWMkB)/1024, rawSecs, res.Seconds, res.TotalSeconds)
+		fmt.Printf("%-6s %14.0f %14.0f %7.0f%% %14.0f MB   (raw %.2fs, subsync %.2fs queued to completed, %.2fs with client stop, %.2fs CPU)\n",
+			format, rawRate, rate, 100*rate/rawRate, float64(res.VmHWMkB)/1024, rawSecs, res.Seconds, res.TotalSeconds, res.CPUSeconds)
+		if latency > 0 {
+			// With a round trip of at least the latency, the batches in flight bound the rate.
+			bound := float64(sink.MaxBatchRows*batches) / latency.Seconds()
+			fmt.Printf("%-6s latency %s, %d batches in flight: bound %.0f rows/s (rows per batch × in flight ÷ round trip); subsync at %.2f× the bound\n",
+				format, latency, batches, bound, rate/bound)
+		}
 	}
 	return nil
 }
@@ -289,9 +298,12 @@ func encode(path string) ([][]byte, error) {
 	return bodies, nil
 }
 
-// emulator starts a fresh emulator on a local port.
+// latency is what the emulator adds to every request (-latency).
+var latency time.Duration
+
+// emulator starts a fresh emulator on a local port, adding latency to every request.
 func emulator() (*sinktest.Emulator, string, func(), error) {
-	emu := sinktest.New(sinktest.WithCredentials(benchUser, benchKey))
+	emu := sinktest.New(sinktest.WithCredentials(benchUser, benchKey), sinktest.WithFaults(sinktest.Faults{Latency: latency}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", nil, err

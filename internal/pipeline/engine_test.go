@@ -1,14 +1,10 @@
-package jobs
+package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,8 +24,12 @@ type heldCall struct {
 	answer chan error
 }
 
-// holdingSender is a batchSender whose calls wait for the test.
-type holdingSender struct{ calls chan heldCall }
+// holdingSender is a Sender whose calls wait for the test. When refuse is set, an
+// acknowledged call reports the rows it names as refused by the service.
+type holdingSender struct {
+	calls  chan heldCall
+	refuse func(sink.Subscriber) bool
+}
 
 func (s *holdingSender) InsertBatch(ctx context.Context, _ sink.BulkOptions, rows []sink.Subscriber) (sink.BatchResult, error) {
 	c := heldCall{rows: rows, answer: make(chan error)}
@@ -41,7 +41,14 @@ func (s *holdingSender) InsertBatch(ctx context.Context, _ sink.BulkOptions, row
 	if err := <-c.answer; err != nil {
 		return sink.BatchResult{Requests: 1}, err
 	}
-	return sink.BatchResult{Sent: len(rows), Requests: 1}, nil
+	res := sink.BatchResult{Sent: len(rows), Requests: 1}
+	for i, r := range rows {
+		if s.refuse != nil && s.refuse(r) {
+			res.Sent--
+			res.Rejects = append(res.Rejects, sink.RowReject{Index: i, Email: r.Email, Reason: "refused"})
+		}
+	}
+	return res, nil
 }
 
 // TestPipelineOrdersDuplicates: a row whose e-mail is in a sent, unacknowledged batch waits
@@ -61,12 +68,13 @@ func TestPipelineOrdersDuplicates(t *testing.T) {
 		fmt.Fprintf(&b, "person%d@example.com,Ola%d\n", i, i)
 	}
 	sender := &holdingSender{calls: make(chan heldCall)}
-	p, store, run := testPipeline(t, b.String(), sender)
-	p.windowSize = 4
+	cfg, store, run := testPipeline(t, b.String(), sender)
+	cfg.Window = 4
 	waits := make(chan int, 16)
-	p.onConflictWait = func(seq int) { waits <- seq }
+	cfg.OnConflictWait = func(seq int) { waits <- seq }
+	p := newEngine(t, cfg)
 	done := make(chan error, 1)
-	go func() { done <- p.run(ctx, 0) }()
+	go func() { done <- p.Run(ctx, 0) }()
 
 	// The first two batches go out together, in either order.
 	first, second := <-sender.calls, <-sender.calls
@@ -130,9 +138,9 @@ func TestPipelineKeepsSourceOrder(t *testing.T) {
 		fmt.Fprintf(&b, "person%d@example.com,Ola%d\n", i, i)
 	}
 	sender := &recordingSender{}
-	p, store, run := testPipeline(t, b.String(), sender)
-	p.windowSize = 1
-	require.NoError(t, p.run(ctx, 0))
+	cfg, store, run := testPipeline(t, b.String(), sender)
+	cfg.Window = 1
+	require.NoError(t, newEngine(t, cfg).Run(ctx, 0))
 
 	var want []string
 	for i := 1; i <= n; i++ {
@@ -156,24 +164,44 @@ func TestPipelineKeepsSourceOrder(t *testing.T) {
 	require.Equal(t, state.Counts{Read: n, Sent: int64(len(want)), Rejected: int64(len(wantLines)), Batches: 26, Requests: 26}, got.Counts)
 }
 
-// testPipeline is a pipeline of an import of the CSV text, its columns mapped by name, on
+// testPipeline is the Config of an import of the CSV text, its columns mapped by name, on
 // a fresh SQLite store, with three goroutines mapping; the caller sets its window.
-func testPipeline(t *testing.T, csvText string, sender batchSender) (*pipeline, *state.Store, state.Run) {
+func testPipeline(t *testing.T, csvText string, sender Sender) (Config, *state.Store, state.Run) {
+	t.Helper()
+	store, run := testRun(t)
+	return testPipelineOn(t, store, run, csvText, sender), store, run
+}
+
+// testPipelineOn is testPipeline on a given store and run (an attempt resuming it).
+func testPipelineOn(t *testing.T, store *state.Store, run state.Run, csvText string, sender Sender) Config {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "contacts.csv")
 	require.NoError(t, os.WriteFile(path, []byte(csvText), 0o600))
-	store, run := testRun(t)
 	r, err := sources.Open(ctx, sources.Config{Path: path})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	spec, _ := mapping.Spec{}.WithAuto(r.Header())
 	m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
 	require.NoError(t, err)
-	return &pipeline{store: store, sender: sender, log: slog.New(slog.DiscardHandler), reader: r, mapper: m,
-		mapWorkers: 3, dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o",
-		ttl: time.Minute, suppressionMode: SuppressionSkip, fps: state.NewFingerprintSet(7), fpFlush: 1 << 20,
-		stopping: make(chan struct{})}, store, run
+	return Config{Store: StateStore(store), Sender: sender, Reader: r, Mapper: m, MapWorkers: 3, ListID: 7,
+		RunID: run.ID, Owner: "o", LeaseTTL: time.Minute, FingerprintFlush: 1 << 20, Stopping: make(chan struct{})}
+}
+
+// withMapping compiles the mapping spec for cfg's source.
+func withMapping(t *testing.T, cfg *Config, spec mapping.Spec, fields mapping.Fields) {
+	t.Helper()
+	m, err := mapping.Compile(spec, cfg.Reader.Header(), fields)
+	require.NoError(t, err)
+	cfg.Mapper = m
+}
+
+// newEngine is New, required to succeed.
+func newEngine(t *testing.T, cfg Config) *Engine {
+	t.Helper()
+	e, err := New(cfg)
+	require.NoError(t, err)
+	return e
 }
 
 // testRun is a fresh SQLite store holding one claimed import run.
@@ -186,7 +214,7 @@ func testRun(t *testing.T) (*state.Store, state.Run) {
 	_, err = state.Migrate(ctx, db, state.SQLite)
 	require.NoError(t, err)
 	store := state.New(db, state.SQLite)
-	run, err := store.ClaimRun(ctx, state.Claim{JobID: 1, Kind: KindImport, Owner: "o", TTL: time.Minute})
+	run, err := store.ClaimRun(ctx, state.Claim{JobID: 1, Kind: state.KindImport, Owner: "o", TTL: time.Minute})
 	require.NoError(t, err)
 	return store, run
 }
@@ -229,159 +257,13 @@ func TestPipelineCancelledIsNotComplete(t *testing.T) {
 	m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
 	require.NoError(t, err)
 	sender := &holdingSender{calls: make(chan heldCall)}
-	p := &pipeline{store: store, sender: sender, log: slog.New(slog.DiscardHandler), reader: r, mapper: m,
-		dedupe: m.NewDeduper(), mappingFP: m.Fingerprint(), listID: 7, runID: run.ID, owner: "o", ttl: time.Minute,
-		windowSize: 4, suppressionMode: SuppressionSkip, fps: state.NewFingerprintSet(7), fpFlush: 1 << 20,
-		stopping: make(chan struct{})}
+	p := newEngine(t, Config{Store: StateStore(store), Sender: sender, Reader: r, Mapper: m, ListID: 7,
+		RunID: run.ID, Owner: "o", LeaseTTL: time.Minute, Window: 4, Stopping: make(chan struct{})})
 	done := make(chan error, 1)
-	go func() { done <- p.run(ctx, 0) }()
+	go func() { done <- p.Run(ctx, 0) }()
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 	got, err := store.Run(context.Background(), run.ID)
 	require.NoError(t, err)
 	require.Zero(t, got.Position)
-}
-
-// TestPipelineSendsRowsAsMapped: every row is sent as Map makes it, also when its batch goes
-// out after the chunk it was mapped in was recycled and the next records were mapped in the
-// same memory (the values mapping makes, a lower-cased address, a phone number, dates and
-// the consent and custom fields, live in the chunk's Arena until a batch adopts them).
-func TestPipelineSendsRowsAsMapped(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	const n = 5_500 // six batches, six chunks
-	var b strings.Builder
-	b.WriteString("E-post,Fornavn,Mobil,Fødselsdato,Nyhetsbrev,Innmeldt\n")
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "Person%d@Example.COM,Ola%d,9%07d,%d.%d.19%02d,%s,0%d.03.2020\n",
-			i, i, i, i%28+1, i%12+1, i%100, []string{"ja", "nei", ""}[i%3], i%9+1)
-	}
-	sender := &holdingSender{calls: make(chan heldCall)}
-	p, _, _ := testPipeline(t, b.String(), sender)
-	spec, err := mapping.ParseSpec([]byte(`
-[columns]
-"E-post" = "email"
-Fornavn = "firstname"
-Mobil = "phone"
-"Fødselsdato" = "birthday"
-Nyhetsbrev = "SAMTYKKEEPOST"
-Innmeldt = "custom:Innmeldt"
-`))
-	require.NoError(t, err)
-	m, err := mapping.Compile(spec, p.reader.Header(), mapping.NewFields([]sink.CustomField{
-		{ID: 1, Label: "Innmeldt", Value: "EXTRA5", Datatype: sink.DatatypeDate}}))
-	require.NoError(t, err)
-	p.mapper, p.dedupe, p.mappingFP = m, m.NewDeduper(), m.Fingerprint()
-	p.windowSize = 8 // every batch goes out while the next chunks are mapped
-	done := make(chan error, 1)
-	go func() { done <- p.run(ctx, 0) }()
-	var calls []heldCall
-	for range 6 { // the chunks of the first five batches are recycled by now
-		calls = append(calls, <-sender.calls)
-	}
-	var sent []sink.Subscriber // the rows as they are now, before any batch is acknowledged
-	for _, c := range calls {
-		for _, r := range c.rows {
-			r.Fields = slices.Clone(r.Fields)
-			sent = append(sent, r)
-		}
-	}
-	for _, c := range calls {
-		c.answer <- nil
-	}
-	require.NoError(t, <-done)
-
-	// What Map makes of each record, read again from the same text.
-	path := filepath.Join(t.TempDir(), "again.csv")
-	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
-	r, err := sources.Open(ctx, sources.Config{Path: path})
-	require.NoError(t, err)
-	defer r.Close()
-	var want []sink.Subscriber
-	for {
-		rec, err := r.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		row, rej := m.Map(rec)
-		require.Nil(t, rej)
-		want = append(want, row.Sub)
-	}
-	require.Len(t, want, n)
-	require.Len(t, sent, n)
-	// The batches of the two status groups (a "nei" unsubscribes) went out in either order.
-	byEmail := func(a, b sink.Subscriber) int { return strings.Compare(a.Email, b.Email) }
-	slices.SortFunc(want, byEmail)
-	slices.SortFunc(sent, byEmail)
-	for i := range want {
-		require.Equal(t, want[i], sent[i])
-	}
-}
-
-// TestPipelineKeepsValuesMappingMade: what mapping makes in a chunk's memory and the run
-// keeps after the chunk is recycled is kept whole: tags whose spaces were collapsed, in
-// batches held until every chunk is done; the value of a reject, written at a checkpoint
-// after that: a lower-cased duplicate e-mail, a tag too long.
-func TestPipelineKeepsValuesMappingMade(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	var b strings.Builder
-	b.WriteString("E-post,Grupper\n")
-	longTag := strings.Repeat("ab  ", 40) + "c" // 121 characters once collapsed
-	for i := 1; i <= 3000; i++ {
-		email := fmt.Sprintf("Person%d@Example.COM", (i-1)%2000+1) // rows 2001-3000 repeat 1-1000
-		tags := "VIP;Nye  kunder"
-		if i%500 == 3 {
-			tags = "VIP;" + longTag
-		}
-		fmt.Fprintf(&b, "%s,%s\n", email, tags)
-	}
-	sender := &holdingSender{calls: make(chan heldCall)}
-	p, store, run := testPipeline(t, b.String(), sender)
-	spec, err := mapping.ParseSpec([]byte(`
-duplicates = "reject"
-[columns]
-"E-post" = "email"
-Grupper = { to = "tags", separator = ";" }
-`))
-	require.NoError(t, err)
-	m, err := mapping.Compile(spec, p.reader.Header(), mapping.Fields{})
-	require.NoError(t, err)
-	p.mapper, p.dedupe, p.mappingFP = m, m.NewDeduper(), m.Fingerprint()
-	p.windowSize = 8
-	done := make(chan error, 1)
-	go func() { done <- p.run(ctx, 0) }()
-	calls := []heldCall{<-sender.calls, <-sender.calls} // 1996 rows: rows 3, 503, 1003 and 1503 are rejected
-	sent := 0
-	for _, c := range calls {
-		for _, r := range c.rows {
-			require.Equal(t, []string{"VIP", "Nye kunder"}, r.Tags, r.Email)
-			sent++
-		}
-	}
-	require.Equal(t, 1996, sent)
-	for _, c := range calls {
-		c.answer <- nil
-	}
-	require.NoError(t, <-done)
-
-	var tooLong, dups int
-	require.NoError(t, store.Rejects(ctx, run.ID, func(rj state.Reject) error {
-		i := rj.Line - 1
-		switch rj.Code {
-		case mapping.CodeTooLong:
-			require.Equal(t, 3, i%500, "line %d", rj.Line)
-			require.True(t, strings.HasPrefix(rj.Value, "ab ab ab"), "line %d: %q", rj.Line, rj.Value)
-			tooLong++
-		case mapping.CodeDuplicateEmail:
-			require.Equal(t, fmt.Sprintf("person%d@example.com", i-2000), rj.Value, "line %d", rj.Line)
-			dups++
-		default:
-			t.Fatalf("line %d: %+v", rj.Line, rj)
-		}
-		return nil
-	}))
-	require.Equal(t, 6, tooLong)
-	require.Equal(t, 1000-2, dups) // rows 2003 and 2503 are too long first
 }

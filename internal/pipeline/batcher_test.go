@@ -1,0 +1,75 @@
+package pipeline
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/sink"
+)
+
+// TestBatcherGroupsAndWindow: rows go into one batch per status group, a batch is sent when
+// full, at most the window's batches are sent and not yet checkpointed (a batch waits for
+// room), and the watermark never passes an open or unacknowledged batch.
+func TestBatcherGroupsAndWindow(t *testing.T) {
+	t.Parallel()
+	sender := &holdingSender{calls: make(chan heldCall, 4)}
+	cfg, _ := stubConfig(t, people(2400, nil), sender)
+	cfg.Window = 1
+	e, err := New(cfg)
+	require.NoError(t, err)
+	waited := 0
+	e.bat.wait = func(context.Context) error { // the engine's event loop, here: acknowledge
+		waited++
+		call := <-sender.calls
+		call.answer <- nil
+		e.bat.acked(<-e.bat.results)
+		for _, b := range e.bat.window { // as a checkpoint would
+			b.committed = true
+		}
+		e.bat.release(slices.Clone(e.bat.window))
+		return nil
+	}
+	c := newChunk(0)
+	r := cfg.Reader.(*sliceReader)
+	for i := 0; i < 2400; i++ {
+		rec, err := r.Next(context.Background())
+		require.NoError(t, err)
+		c.recs = append(c.recs, rec)
+	}
+	e.prod.mapChunk(c)
+	require.NoError(t, e.filt.run(context.Background(), c))
+	for i := range c.rows {
+		require.NoError(t, e.bat.add(context.Background(), c, i))
+	}
+	// Rows 1-1333 but every fourth filled the first batch of the group without a status; it
+	// is in the window; the unsubscribed group (every fourth row) is open from row 4.
+	require.Len(t, e.bat.window, 1)
+	require.Equal(t, 0, waited)
+	require.Len(t, e.bat.open, 2)
+	require.Equal(t, int64(0), e.bat.watermark(2400, 0), "the sent batch is not acknowledged")
+	first := <-sender.calls
+	require.Len(t, first.rows, 1000)
+	require.Equal(t, "person1333@example.com", first.rows[999].Email)
+	first.answer <- nil
+	require.True(t, e.bat.acked(<-e.bat.results))
+	require.Equal(t, int64(3), e.bat.watermark(2400, 0), "the open unsubscribed batch holds it at row 4")
+
+	require.NoError(t, e.bat.flush(context.Background()))
+	require.Equal(t, 1, waited, "the last batch waited for room in the window")
+	require.Empty(t, e.bat.open)
+	last := <-sender.calls
+	require.Len(t, last.rows, 2400-600-1000, "the rest of the group without a status")
+	last.answer <- nil
+	<-e.bat.results
+	require.Equal(t, 3, e.bat.seq)
+	unsub := 0
+	for _, b := range e.bat.window {
+		if b.key.status == sink.StatusUnsubscribed {
+			unsub = len(b.ords)
+		}
+	}
+	require.Zero(t, unsub, "the unsubscribed batch was acknowledged and released")
+}

@@ -1,0 +1,133 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/state"
+)
+
+// TestPipelineResumedBooksAreExact: with rows of two status groups interleaved, an
+// acknowledged batch can be partly under a checkpoint while a batch of the other group is
+// open; when the worker dies then, the rows of that part are not sent again by the attempt
+// that resumes, so they must have been counted (and their refused rows recorded) by the
+// checkpoint. The books of the run come out exact: every row counted once.
+func TestPipelineResumedBooksAreExact(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	var b strings.Builder
+	b.WriteString("E-post,Fornavn,Nyhetsbrev\n")
+	for i := 1; i <= n; i++ {
+		consent, name := "ja", fmt.Sprintf("Ola%d", i)
+		if i%4 == 0 {
+			consent = "nei" // unsubscribed: its own status group
+		}
+		if i == 2 {
+			name = "Nekt" // the service refuses this row
+		}
+		fmt.Fprintf(&b, "person%d@example.com,%s,%s\n", i, name, consent)
+	}
+	spec, err := mapping.ParseSpec([]byte(`
+[columns]
+"E-post" = "email"
+Fornavn = "firstname"
+Nyhetsbrev = "SAMTYKKEEPOST"
+`))
+	require.NoError(t, err)
+	withSpec := func(cfg Config) Config {
+		withMapping(t, &cfg, spec, mapping.Fields{})
+		cfg.Window = 4
+		return cfg
+	}
+
+	// The first attempt: the first batch of the consenting group (rows 1 to 1333 but every
+	// fourth) is acknowledged while row 4's group is not sent yet; the checkpoint moves to
+	// row 3, and the worker dies.
+	sender := &holdingSender{calls: make(chan heldCall), refuse: func(s sink.Subscriber) bool { return s.Firstname == "Nekt" }}
+	store, run := testRun(t)
+	cfg := withSpec(testPipelineOn(t, store, run, b.String(), sender))
+	commits := make(chan state.Counts, 16)
+	cfg.OnCommit = func(c state.Counts) { commits <- c }
+	p := newEngine(t, cfg)
+	ctx, kill := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, 0) }()
+	var calls []heldCall // the four batches fit in the window
+	for range 4 {
+		calls = append(calls, <-sender.calls)
+	}
+	k := slices.IndexFunc(calls, func(c heldCall) bool { return c.rows[0].Email == "person1@example.com" })
+	require.GreaterOrEqual(t, k, 0)
+	first := calls[k]
+	calls = slices.Delete(calls, k, k+1)
+	require.Equal(t, "person1333@example.com", first.rows[len(first.rows)-1].Email)
+	first.answer <- nil
+	<-commits
+	kill()
+	require.ErrorIs(t, <-done, context.Canceled)
+	for _, c := range calls {
+		c.answer <- context.Canceled
+	}
+	got, err := store.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), got.Position, "row 4's batch holds the checkpoint")
+
+	// The next attempt resumes after row 3 and sends the rest.
+	rec := &recordingSender{}
+	p = newEngine(t, withSpec(testPipelineOn(t, store, run, b.String(), rec)))
+	require.NoError(t, p.Run(context.Background(), got.Position))
+	require.NotContains(t, rec.emails, "person3@example.com")
+	require.Contains(t, rec.emails, "person5@example.com")
+
+	got, err = store.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(n), got.Position)
+	// Batches: the first attempt's, counted with rows 1 to 3, and the second attempt's 4.
+	require.Equal(t, state.Counts{Read: n, Sent: n - 1, Rejected: 1, Batches: 5, Requests: 5}, got.Counts)
+	var rejects []state.Reject
+	require.NoError(t, store.Rejects(context.Background(), run.ID, func(rj state.Reject) error {
+		rejects = append(rejects, rj)
+		return nil
+	}))
+	require.Len(t, rejects, 1)
+	require.Equal(t, state.Reject{Ordinal: 2, Line: 3, Value: "person2@example.com", Code: state.CodeRefused, Reason: "refused"},
+		rejects[0])
+}
+
+// TestPipelineCountsRequestsWaitedOut: a batch the service answers with a Retry-After longer
+// than the client waits ends the attempt (the job snoozes); its requests are counted all the
+// same, and the one answered with the wait as a retry, for the next attempt repeats it.
+func TestPipelineCountsRequestsWaitedOut(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("E-post\n")
+	for i := 1; i <= 1500; i++ {
+		fmt.Fprintf(&b, "person%d@example.com\n", i)
+	}
+	sender := &holdingSender{calls: make(chan heldCall)}
+	cfg, store, run := testPipeline(t, b.String(), sender)
+	cfg.Window = 4
+	p := newEngine(t, cfg)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background(), 0) }()
+	calls := []heldCall{<-sender.calls, <-sender.calls}
+	if len(calls[0].rows) != 1000 {
+		calls[0], calls[1] = calls[1], calls[0]
+	}
+	calls[0].answer <- nil
+	wait := &sink.APIError{StatusCode: 429, RetryAfter: time.Minute}
+	calls[1].answer <- wait
+	require.ErrorIs(t, <-done, wait)
+
+	got, err := store.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, state.Counts{Read: 1000, Sent: 1000, Batches: 1, Requests: 2, Retries: 1}, got.Counts)
+}

@@ -1,0 +1,269 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/state"
+)
+
+const (
+	// maxPendingCommits bounds checkpoints queued for the writer.
+	maxPendingCommits = 32
+	// commitTimeout bounds one checkpoint write. Checkpoints are written even while the job
+	// is being cancelled: they record batches the service has already acknowledged.
+	commitTimeout = 30 * time.Second
+)
+
+// The committer is the last stage: it turns what is done into checkpoints, in order. A
+// checkpoint is the highest ordinal below which every row is done (rejected, filtered, or in
+// a batch the service acknowledged), and carries the counts, rejects and fingerprints of
+// exactly the rows it newly covers. Its writer goroutine writes checkpoints queued together
+// in one transaction, and saves the fingerprints of acknowledged rows every FingerprintFlush
+// rows and at the end.
+type committer struct {
+	store    Store
+	log      *slog.Logger
+	fps      *state.FingerprintSet
+	fpFlush  int
+	runID    int64
+	owner    string
+	ttl      time.Duration
+	onCommit func(state.Counts)
+	release  func([]*batch) // the batcher takes back batches counted to the last row
+	fail     func(error)    // the batcher stops on a failed checkpoint
+
+	pos       int64        // position of the last checkpoint queued
+	outcomes  []outcome    // rows not sent (or counted) awaiting the checkpoint, in ordinal order
+	uncounted state.Counts // requests of failed batches, for the next checkpoint
+	sheet     string
+	commits   chan *commitUnit
+	done      chan *commitUnit // written, back to the engine
+	pending   int              // queued, not yet back
+	err       error            // a checkpoint failed (lease lost): nothing more is checkpointed
+	stop      chan struct{}    // closed when the run ends: the writer stops handing back
+	result    chan error
+}
+
+type commitUnit struct {
+	cp      state.Checkpoint
+	fps     []state.Fingerprint
+	batches []*batch
+	err     error
+}
+
+func newCommitter(cfg Config) *committer {
+	return &committer{store: cfg.Store, log: cfg.Logger, fps: cfg.Fingerprints, fpFlush: cfg.FingerprintFlush,
+		runID: cfg.RunID, owner: cfg.Owner, ttl: cfg.LeaseTTL, onCommit: cfg.OnCommit,
+		commits: make(chan *commitUnit, 2*maxPendingCommits), done: make(chan *commitUnit, 2*maxPendingCommits),
+		stop: make(chan struct{}), result: make(chan error, 1)}
+}
+
+// start starts the writer, for a run resuming at pos.
+func (c *committer) start(ctx context.Context, pos int64) {
+	c.pos = pos
+	go func() { c.result <- c.write(ctx) }()
+}
+
+// close stops the writer once it wrote what is queued.
+func (c *committer) close() error {
+	close(c.stop)
+	close(c.commits)
+	return <-c.result
+}
+
+func (c *committer) setSheet(s string) {
+	if c.sheet == "" {
+		c.sheet = s
+	}
+}
+
+// await queues the outcomes of a chunk (in ordinal order) for the checkpoints.
+func (c *committer) await(outs []outcome) { c.outcomes = append(c.outcomes, outs...) }
+
+// uncount notes the requests of a failed batch for the next checkpoint; a request the
+// service answered with a wait (Retry-After) is repeated once the job has waited: a retry.
+func (c *committer) uncount(b *batch) {
+	c.uncounted.Requests += int64(b.res.Requests)
+	c.uncounted.Retries += int64(b.res.Retries)
+	if ae := (*sink.APIError)(nil); errors.As(b.err, &ae) && ae.RetryAfter > 0 {
+		c.uncounted.Retries++
+	}
+}
+
+// advance queues a checkpoint at w for everything newly done: the outcomes and the rows of
+// acknowledged batches in window at or below w. It waits while maxPendingCommits are queued.
+func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch) {
+	if c.err != nil || (w <= c.pos && c.uncounted == (state.Counts{})) {
+		return
+	}
+	w = max(w, c.pos)
+	u := &commitUnit{cp: state.Checkpoint{RunID: c.runID, Owner: c.owner, TTL: c.ttl, Position: w, BytesDone: bytes}}
+	d := &u.cp.Delta
+	*d, c.uncounted = c.uncounted, state.Counts{}
+	d.Read = w - c.pos
+	for _, b := range window {
+		if b.acked && !b.committed {
+			c.countBatch(u, b, w)
+		}
+	}
+	n := 0
+	for n < len(c.outcomes) && c.outcomes[n].ord <= w {
+		o := c.outcomes[n]
+		*d = d.Add(o.counts())
+		if o.refresh != nil {
+			u.fps = append(u.fps, *o.refresh)
+		}
+		if o.reject != nil {
+			u.cp.Rejects = append(u.cp.Rejects, *o.reject)
+		}
+		n++
+	}
+	c.outcomes = append(c.outcomes[:0], c.outcomes[n:]...)
+	c.pos = w
+	for c.pending >= maxPendingCommits {
+		select {
+		case cu := <-c.done:
+			c.written(cu)
+		case <-ctx.Done():
+			return
+		}
+	}
+	c.pending++
+	c.commits <- u
+}
+
+// countBatch adds to u the rows of an acknowledged batch that the checkpoint w newly covers:
+// sent, or refused (a reject), with their fingerprints; and, with its first rows counted, the
+// batch itself and its requests.
+//
+// A batch is counted row by row, not whole: with several status groups, the checkpoint can
+// pass some of an acknowledged batch's rows while a batch of another group holds it below the
+// rest. An attempt that resumes from that checkpoint never reads those rows again, so this
+// checkpoint is their only chance to be counted; the rows above it are sent and counted
+// again by that attempt.
+func (c *committer) countBatch(u *commitUnit, b *batch, w int64) {
+	k, _ := slices.BinarySearch(b.ords, w+1) // the rows at or below w; ords ascend
+	if k <= b.counted {
+		return
+	}
+	d := &u.cp.Delta
+	if b.counted == 0 {
+		d.Batches++
+		d.Requests += int64(b.res.Requests)
+		d.Retries += int64(b.res.Retries)
+	}
+	rejects := b.res.Rejects // ordered by Index
+	for i := b.counted; i < k; i++ {
+		for b.rejAt < len(rejects) && rejects[b.rejAt].Index < i {
+			b.rejAt++
+		}
+		if b.rejAt < len(rejects) && rejects[b.rejAt].Index == i {
+			rr := rejects[b.rejAt]
+			d.Rejected++
+			u.cp.Rejects = append(u.cp.Rejects, state.Reject{Ordinal: b.ords[i], Line: b.lines[i],
+				Sheet: c.sheet, Value: strings.Clone(rr.Email), Code: state.CodeRefused, Reason: rr.Reason})
+			continue
+		}
+		d.Sent++
+		u.fps = append(u.fps, state.Fingerprint{Email: b.emails[i], Payload: b.payloads[i], Source: b.sources[i]})
+	}
+	b.counted = k
+	if k == len(b.ords) {
+		b.committed = true
+		u.batches = append(u.batches, b)
+	}
+}
+
+// written takes a checkpoint back from the writer.
+func (c *committer) written(u *commitUnit) {
+	c.pending--
+	if u.err != nil {
+		c.fail(u.err)
+		if c.err == nil {
+			c.err = u.err
+		}
+		return
+	}
+	c.release(u.batches)
+	if c.onCommit != nil {
+		c.onCommit(u.cp.Delta)
+	}
+}
+
+// write is the writer goroutine: it writes the checkpoints queued, several together when
+// they queued meanwhile (one transaction, the same result as one after the other).
+func (c *committer) write(ctx context.Context) error {
+	base := context.WithoutCancel(ctx)
+	saveFailed := false
+	save := func() {
+		if c.fps.Pending() == 0 || saveFailed {
+			return
+		}
+		wctx, cancel := context.WithTimeout(base, commitTimeout)
+		defer cancel()
+		if err := c.store.SaveFingerprints(wctx, c.fps); err != nil {
+			// Not fatal: a missing fingerprint only makes the next sync send the row again.
+			c.log.WarnContext(ctx, "could not save delta fingerprints", slog.Any("error", err))
+			saveFailed = true
+		}
+	}
+	var units []*commitUnit
+	for u := range c.commits {
+		units = append(units[:0], u)
+	more:
+		for len(units) < maxPendingCommits {
+			select {
+			case next, ok := <-c.commits:
+				if !ok {
+					break more
+				}
+				units = append(units, next)
+			default:
+				break more
+			}
+		}
+		wctx, cancel := context.WithTimeout(base, commitTimeout)
+		err := c.store.Checkpoint(wctx, mergeCheckpoints(units))
+		cancel()
+		for _, u := range units {
+			u.err = err
+			if err == nil {
+				for _, f := range u.fps {
+					c.fps.Add(f)
+				}
+			}
+		}
+		if err == nil && c.fps.Pending() >= c.fpFlush {
+			save()
+		}
+		for _, u := range units {
+			select {
+			case c.done <- u:
+			case <-c.stop:
+			}
+		}
+	}
+	save()
+	return nil
+}
+
+// mergeCheckpoints combines consecutive checkpoints into one.
+func mergeCheckpoints(units []*commitUnit) state.Checkpoint {
+	if len(units) == 1 {
+		return units[0].cp
+	}
+	last := units[len(units)-1].cp
+	cp := state.Checkpoint{RunID: last.RunID, Owner: last.Owner, TTL: last.TTL, Position: last.Position,
+		BytesDone: last.BytesDone}
+	for _, u := range units {
+		cp.Delta = cp.Delta.Add(u.cp.Delta)
+		cp.Rejects = append(cp.Rejects, u.cp.Rejects...)
+	}
+	return cp
+}

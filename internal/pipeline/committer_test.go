@@ -1,0 +1,49 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/state"
+)
+
+// TestCommitterCountsRowsTheCheckpointCovers: an acknowledged batch is counted row by row as
+// checkpoints cover its rows (a refused row as a reject), the batch and its requests once,
+// and the outcomes of the rows not sent with the checkpoint that covers them.
+func TestCommitterCountsRowsTheCheckpointCovers(t *testing.T) {
+	t.Parallel()
+	cfg, store := stubConfig(t, people(1, nil), &ackSender{})
+	e, err := New(cfg)
+	require.NoError(t, err)
+	com := e.com
+	var released []*batch
+	com.release = func(bs []*batch) { released = append(released, bs...) }
+	com.start(context.Background(), 0)
+
+	b := &batch{ords: []int64{1, 2, 5, 6}, lines: []int{2, 3, 6, 7}, emails: make([]uint64, 4),
+		payloads: make([]uint64, 4), sources: make([]uint64, 4), minOrd: 1, maxOrd: 6, acked: true,
+		res: sink.BatchResult{Sent: 3, Requests: 2, Retries: 1,
+			Rejects: []sink.RowReject{{Index: 2, Email: "x@example.com", Reason: "refused"}}}}
+	com.await([]outcome{{ord: 3, kind: outDuplicate}, {ord: 4, kind: outRejected, reject: &state.Reject{Line: 5}}})
+
+	com.advance(context.Background(), 3, 0, []*batch{b}) // rows 1 and 2 of the batch, row 3
+	require.Equal(t, 2, b.counted)
+	require.False(t, b.committed)
+	com.advance(context.Background(), 6, 0, []*batch{b})
+	require.True(t, b.committed)
+	for com.pending > 0 {
+		com.written(<-com.done)
+	}
+	require.NoError(t, com.close())
+
+	got, pos, rejects := store.total()
+	require.Equal(t, int64(6), pos)
+	require.Equal(t, state.Counts{Read: 6, Sent: 3, Rejected: 2, Duplicates: 1, Batches: 1, Requests: 2, Retries: 1}, got)
+	require.Len(t, rejects, 2)
+	require.Equal(t, state.Reject{Ordinal: 5, Line: 6, Value: "x@example.com", Code: state.CodeRefused, Reason: "refused"}, rejects[0])
+	require.Equal(t, 5, rejects[1].Line)
+	require.Equal(t, []*batch{b}, released)
+}

@@ -1,0 +1,37 @@
+// Package pipeline is the run engine of an import or a sync: it streams a source into the
+// subscriber service in four stages, with a chunk the one value passed between them, and
+// records where the run is in checkpoints a resumed run starts from.
+//
+//	producer ──chunks──▶ filter ──chunks──▶ batcher ──batches──▶ service
+//	                                           │ acknowledgements
+//	                                           ▼
+//	                                       committer ──checkpoints──▶ state
+//
+// The producer (producer.go) reads the source into chunks of up to 1000 records and maps
+// them on a pool of goroutines (mapping is the costliest step), then hands them on in
+// source order. Records at or below the run's checkpoint are only mapped for their
+// e-mails, which the deduper observes.
+//
+// The filter (filter.go) finds duplicate e-mails by the mapping's policy, leaves out (or
+// sends keeping their status) the people on the suppression list, which it re-reads when a
+// status pull changed it, and, in a delta run, the rows whose payload is what was last
+// acknowledged; a row whose source values are unchanged is known unchanged without mapping.
+// Every row it does not send becomes an outcome (rejected, duplicate, suppressed,
+// unchanged) that waits for the checkpoint.
+//
+// The batcher (batcher.go) places the rows in batches of at most 1000, one open batch per
+// status group, and sends them with at most Config.Window batches sent and not yet
+// checkpointed. A row whose e-mail is in a sent, unacknowledged batch waits for it, so the
+// last row for an e-mail wins; an open batch far behind the rows read is sent early, so
+// that a rare status group does not hold the checkpoint back.
+//
+// The committer (committer.go) turns acknowledgements into checkpoints. A checkpoint is the
+// highest ordinal below which every row is done, and carries the counts, rejects and delta
+// fingerprints of exactly the rows it newly covers, an acknowledged batch counted row by row
+// as the checkpoint covers its rows: a resumed run counts every row once, and re-sends at
+// most the batches that were in the window when the worker died.
+//
+// A chunk (chunk.go) owns the memory its rows' mapping made (a mapping.Arena); the rules of
+// that memory are all in that file. An Engine is built with New and runs once, with Run, or
+// as a dry run with DryRun.
+package pipeline

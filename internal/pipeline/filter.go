@@ -1,0 +1,304 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/state"
+)
+
+// suppressionRecheck is how often a run reads the suppression list's version.
+const suppressionRecheck = 100 * time.Millisecond
+
+// The filter is the second stage, run by the producer on each mapped chunk in source order:
+// it finds duplicate e-mails by the mapping's policy, applies the suppression list and, in a
+// delta run, the fingerprints of what was last acknowledged. What it does not send becomes
+// the chunk's outcomes, in ordinal order.
+type filter struct {
+	store       Store
+	log         *slog.Logger
+	mapper      *mapping.Mapper
+	dedupe      *mapping.Deduper
+	mappingFP   string
+	listID      int64
+	delta       bool
+	suppression string
+	fps         *state.FingerprintSet
+	dryRun      bool
+
+	sup        Suppressions // re-read whenever the list changed
+	supChecked time.Time    // when the suppression list's version was last read
+}
+
+func newFilter(cfg Config) *filter {
+	return &filter{store: cfg.Store, log: cfg.Logger, mapper: cfg.Mapper, dedupe: cfg.Mapper.NewDeduper(),
+		mappingFP: cfg.Mapper.Fingerprint(), listID: cfg.ListID, delta: cfg.Delta, suppression: cfg.Suppression,
+		fps: cfg.Fingerprints, dryRun: cfg.DryRun, sup: cfg.Suppressions, supChecked: time.Now()}
+}
+
+// run dedupes a mapped chunk by the mapping's policy, then filters its rows (see apply),
+// leaving the outcomes in ordinal order. A delta run's records are first resolved (see
+// resolve).
+func (f *filter) run(ctx context.Context, c *chunk) error {
+	for _, e := range c.observe {
+		f.dedupe.Observe(e)
+	}
+	clear(c.observe)
+	c.observe = c.observe[:0]
+	c.dups = c.dups[:0]
+	if len(c.cands) > 0 {
+		if err := f.resolve(ctx, c); err != nil {
+			return err
+		}
+	} else {
+		n := 0
+		for i, row := range c.rows {
+			send, dup, ok := f.check(c, &row)
+			if !ok {
+				continue
+			}
+			if send {
+				c.rows[n], c.sources[n] = row, c.sources[i]
+				c.dups = append(c.dups, dup)
+				n++
+			}
+		}
+		clear(c.rows[n:])
+		c.rows, c.sources = c.rows[:n], c.sources[:n]
+	}
+	if err := f.apply(ctx, c); err != nil {
+		return err
+	}
+	byOrd := func(a, b outcome) int { return cmp.Compare(a.ord, b.ord) }
+	if !slices.IsSortedFunc(c.outcomes, byOrd) {
+		slices.SortStableFunc(c.outcomes, byOrd)
+	}
+	return nil
+}
+
+// check runs a mapped row past the deduper: send is whether it goes on, dup whether its
+// e-mail came before; ok is false for a row the duplicate policy rejected.
+func (f *filter) check(c *chunk, row *mapping.Row) (send, dup, ok bool) {
+	before := f.dedupe.Duplicates()
+	send, drej := f.dedupe.Check(*row)
+	dup = f.dedupe.Duplicates() > before
+	if dup {
+		if drej != nil {
+			c.reject(*drej)
+			return false, true, false
+		}
+		c.outcomes = append(c.outcomes, newOutcome(row, outDuplicate, "", f.dryRun))
+	}
+	return send, dup, true
+}
+
+// resolve turns a delta run's records into outcomes or mapped rows, in source order.
+//
+// A record whose e-mail has a stored fingerprint with the same source hash maps to the very
+// payload that was last acknowledged (the hash covers the mapping and the values of every
+// mapped column), and that payload is still what the service holds: the record is unchanged,
+// without being mapped, unless its e-mail came earlier in the run (the deduper's verdict
+// then needs the mapped row) or it is suppressed under update-keep-status (it is then sent
+// with its status). Every other record is mapped and goes through the deduper and apply as
+// in any run; apply compares its payload with the stored one.
+//
+// The stored fingerprint's key was the hash of the mapped e-mail, so a hit also says that the
+// raw e-mail, trimmed and lower-cased, is the mapped one: the deduper gets it as it would.
+func (f *filter) resolve(ctx context.Context, c *chunk) error {
+	n := len(c.cands)
+	c.candKeys = slices.Grow(c.candKeys[:0], n)[:n]
+	c.candFPs = slices.Grow(c.candFPs[:0], n)[:n]
+	c.known = slices.Grow(c.known[:0], n)[:n]
+	for i := range c.cands {
+		c.candKeys[i] = c.cands[i].key
+	}
+	f.fps.LookupBatch(c.candKeys, c.candFPs, c.known)
+	if err := f.refreshSuppressions(ctx); err != nil {
+		return err
+	}
+	for i := range c.cands {
+		cd := &c.cands[i]
+		if c.known[i] && c.candFPs[i].Source == cd.src && f.unchanged(c, cd) {
+			continue
+		}
+		row := c.mapRow(f.mapper, &cd.rec)
+		if row == nil {
+			continue
+		}
+		send, dup, ok := f.check(c, row)
+		if !ok || !send {
+			c.dropRow()
+			continue
+		}
+		c.sources = append(c.sources, cd.src)
+		c.dups = append(c.dups, dup)
+	}
+	clear(c.cands) // drop the records
+	c.cands = c.cands[:0]
+	return nil
+}
+
+// unchanged records the outcome of a candidate whose source values are what was last
+// acknowledged, and reports true; or reports false when it must be mapped all the same: it
+// is suppressed under update-keep-status, or its e-mail came before (the deduper then decides
+// on the mapped row; Observe recorded the e-mail, so check counts it as the duplicate it is).
+func (f *filter) unchanged(c *chunk, cd *cand) bool {
+	st, suppressed := f.sup.Status(cd.key)
+	if suppressed && f.suppression == SuppressionUpdateKeepStatus {
+		return false
+	}
+	if f.dedupe.Observe(cd.email) {
+		return false
+	}
+	o := outcome{ord: cd.rec.Ordinal, kind: outUnchanged}
+	if suppressed {
+		o.kind = outSuppressed
+	}
+	if f.dryRun {
+		o.note = &planNote{line: cd.rec.Line, email: cd.email, status: st}
+	}
+	c.outcomes = append(c.outcomes, o)
+	return true
+}
+
+// apply applies the suppression list and the delta fingerprints to the chunk's rows, and
+// hashes the survivors' e-mails and payloads.
+//
+// The suppression list is checked for every chunk: its version is read (one primary-key
+// lookup, at most every suppressionRecheck) and the list re-read when a status pull changed
+// it since, so a pull that lands while a long run goes on takes effect within a tenth of a
+// second. A suppressed row is never sent as active: it is skipped (SuppressionSkip), or sent
+// with its suppressed status (SuppressionUpdateKeepStatus); either way it is counted as
+// suppressed.
+func (f *filter) apply(ctx context.Context, c *chunk) error {
+	if len(c.rows) == 0 {
+		return nil
+	}
+	if err := f.refreshSuppressions(ctx); err != nil {
+		return err
+	}
+	c.skip = slices.Grow(c.skip[:0], len(c.rows))[:len(c.rows)]
+	clear(c.skip)
+	c.emails = slices.Grow(c.emails[:0], len(c.rows))[:len(c.rows)]
+	c.payloads = slices.Grow(c.payloads[:0], len(c.rows))[:len(c.rows)]
+	f.suppress(c)
+	if f.delta && f.fps.Len() > 0 {
+		f.skipUnchanged(c)
+	}
+	n := 0
+	for i := range c.rows {
+		if !c.skip[i] {
+			c.rows[n], c.sources[n], c.dups[n], c.emails[n], c.payloads[n] =
+				c.rows[i], c.sources[i], c.dups[i], c.emails[i], c.payloads[i]
+			n++
+		}
+	}
+	clear(c.rows[n:])
+	c.rows, c.sources, c.dups, c.emails, c.payloads = c.rows[:n], c.sources[:n], c.dups[:n], c.emails[:n], c.payloads[:n]
+	return nil
+}
+
+// suppress hashes the rows' e-mails and payloads and marks the suppressed rows to skip, or
+// gives them their suppressed status (update-keep-status).
+func (f *filter) suppress(c *chunk) {
+	checkSup := f.sup.Len() > 0
+	seed := state.NewHasher() // the mapping's fingerprint, hashed once for the chunk
+	seed.String(f.mappingFP)
+	for i := range c.rows {
+		r := &c.rows[i]
+		c.emails[i] = state.EmailHash(r.Sub.Email)
+		if checkSup {
+			if st, ok := f.sup.Status(c.emails[i]); ok {
+				c.outcomes = append(c.outcomes, newOutcome(r, outSuppressed, st, f.dryRun))
+				if f.suppression != SuppressionUpdateKeepStatus {
+					c.skip[i] = true
+					continue
+				}
+				// Sent through the status form with the status the service holds, so it
+				// stays unsubscribed or bounced while the data is updated. (Its source hash
+				// no longer says what is sent: 0 never matches.)
+				r.Status = st
+				c.sources[i] = 0
+			}
+		}
+		c.payloads[i] = payloadHash(seed, r)
+	}
+}
+
+// skipUnchanged marks the rows whose payload is the one last acknowledged for their e-mail.
+func (f *filter) skipUnchanged(c *chunk) {
+	c.stored = slices.Grow(c.stored[:0], len(c.rows))[:len(c.rows)]
+	c.known = slices.Grow(c.known[:0], len(c.rows))[:len(c.rows)]
+	f.fps.LookupBatch(c.emails, c.stored, c.known)
+	for i := range c.rows {
+		// A later row for an e-mail (duplicates = last) is sent even when unchanged: it
+		// must win over an earlier row of this run that may have been sent.
+		if !c.skip[i] && !c.dups[i] && c.known[i] && c.stored[i].Payload == c.payloads[i] {
+			o := newOutcome(&c.rows[i], outUnchanged, c.rows[i].Status, f.dryRun)
+			if c.stored[i].Source != c.sources[i] {
+				o.refresh = &state.Fingerprint{Email: c.emails[i], Payload: c.payloads[i], Source: c.sources[i]}
+			}
+			c.outcomes = append(c.outcomes, o)
+			c.skip[i] = true
+		}
+	}
+}
+
+// refreshSuppressions re-reads the suppression list when its version changed (or on the first
+// call). The version is read at most every suppressionRecheck.
+func (f *filter) refreshSuppressions(ctx context.Context) error {
+	if f.sup != nil && time.Since(f.supChecked) < suppressionRecheck {
+		return nil
+	}
+	f.supChecked = time.Now()
+	v, err := f.store.SuppressionVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if f.sup != nil && f.sup.Version() == v {
+		return nil
+	}
+	sup, err := f.store.LoadSuppressions(ctx, f.listID)
+	if err != nil {
+		return err
+	}
+	if f.sup != nil {
+		f.log.InfoContext(ctx, "the suppression list changed during the run: checking the next rows against it",
+			slog.Int("suppressed", sup.Len()))
+	}
+	f.sup = sup
+	return nil
+}
+
+// payloadHash is the delta fingerprint of a row: the mapping (seed has hashed its
+// fingerprint), the statuses and every field the push sends (custom fields in name order).
+func payloadHash(seed state.Hasher, r *mapping.Row) uint64 {
+	h := seed
+	h.String(r.Status)
+	h.String(r.StatusMobile)
+	s := &r.Sub
+	for _, v := range [...]string{s.Email, s.Firstname, s.Lastname, s.Address, s.Zip, s.City, s.Phone,
+		s.Company, s.Birthday, s.Gender} {
+		h.String(v)
+	}
+	h.Uint64(uint64(len(s.Fields)))
+	for _, fl := range s.SortedFields() {
+		h.String(fl.Name)
+		h.String(fl.Value)
+	}
+	h.Uint64(uint64(len(s.Tags)))
+	for _, t := range s.Tags {
+		h.String(t)
+	}
+	if s.ExternalID != "" {
+		// Only when set, so that a row without one keeps the fingerprint it had before
+		// external_id was sent.
+		h.String("external_id")
+		h.String(s.ExternalID)
+	}
+	return h.Sum64()
+}

@@ -1,0 +1,305 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/state"
+)
+
+// ErrInterrupted ends a run whose worker is shutting down; it resumes from its checkpoint.
+var ErrInterrupted = errors.New("worker shut down; the run resumes from its checkpoint")
+
+// Suppression policies: what happens to a row whose e-mail is on the suppression list.
+const (
+	// SuppressionSkip leaves the row out of the push. The default.
+	SuppressionSkip = "skip"
+	// SuppressionUpdateKeepStatus pushes the row through bulkinsert's status form with the
+	// suppressed status, so the service keeps the person unsubscribed or bounced.
+	SuppressionUpdateKeepStatus = "update-keep-status"
+)
+
+// Sender is what a run needs of the service; *sink.Client implements it.
+type Sender interface {
+	InsertBatch(ctx context.Context, opts sink.BulkOptions, rows []sink.Subscriber) (sink.BatchResult, error)
+}
+
+// Store is what a run needs of the database; StateStore adapts a *state.Store.
+type Store interface {
+	Checkpoint(ctx context.Context, cp state.Checkpoint) error
+	SaveFingerprints(ctx context.Context, f *state.FingerprintSet) error
+	SuppressionVersion(ctx context.Context) (int64, error)
+	LoadSuppressions(ctx context.Context, listID int64) (Suppressions, error)
+}
+
+// Suppressions is a list's suppression list as loaded; *state.SuppressionSet implements it.
+type Suppressions interface {
+	Version() int64
+	Len() int
+	Status(emailHash uint64) (string, bool)
+}
+
+// StateStore adapts a *state.Store to Store.
+func StateStore(s *state.Store) Store { return stateStore{s} }
+
+type stateStore struct{ *state.Store }
+
+func (s stateStore) LoadSuppressions(ctx context.Context, listID int64) (Suppressions, error) {
+	return s.Store.LoadSuppressions(ctx, listID)
+}
+
+// Config is what one run streams, and where to. Reader, Mapper, Store and, unless DryRun,
+// Sender are required.
+type Config struct {
+	Reader sources.Reader
+	Mapper *mapping.Mapper
+	Sender Sender
+	Store  Store
+	Logger *slog.Logger // nil: discard
+	// MapWorkers is how many goroutines map records (at least one).
+	MapWorkers int
+	ListID     int64
+	Tag        string // bulkinsert's tag mode
+	// RunID, Owner and LeaseTTL identify the run and its lease in checkpoints.
+	RunID    int64
+	Owner    string
+	LeaseTTL time.Duration
+	// Window is how many batches may be sent and not yet checkpointed (at least one).
+	Window int
+	// Delta skips rows whose payload is unchanged since the last push (Fingerprints).
+	Delta bool
+	// Suppression is SuppressionSkip ("" too) or SuppressionUpdateKeepStatus.
+	Suppression string
+	// Suppressions is the list's suppression list as loaded before the run (nil: loaded by
+	// the run); the run re-reads it whenever its version changes.
+	Suppressions Suppressions
+	// Fingerprints are the list's delta fingerprints (loaded for a delta run); the run adds
+	// what is acknowledged and saves them every FingerprintFlush rows and at the end.
+	Fingerprints     *state.FingerprintSet
+	FingerprintFlush int
+	// DryRun: outcomes carry the row's line, e-mail and status (see DryRun).
+	DryRun bool
+	// Stopping, when closed, stops the run: it checkpoints what is in flight and returns
+	// ErrInterrupted.
+	Stopping <-chan struct{}
+	// OnCommit, when set, is called with the counts of each checkpoint written.
+	OnCommit func(state.Counts)
+	// OnConflictWait, when set (tests), is called each time a batch waits for an earlier
+	// batch holding one of its e-mails to be acknowledged.
+	OnConflictWait func(seq int)
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Reader == nil || c.Mapper == nil || c.Store == nil:
+		return errors.New("pipeline: a reader, a mapper and a store are required")
+	case c.Sender == nil && !c.DryRun:
+		return errors.New("pipeline: a sender is required")
+	case c.Suppression != "" && c.Suppression != SuppressionSkip && c.Suppression != SuppressionUpdateKeepStatus:
+		return fmt.Errorf("pipeline: suppression %q: want %q or %q", c.Suppression, SuppressionSkip, SuppressionUpdateKeepStatus)
+	}
+	return nil
+}
+
+// Engine runs one import or sync run (or its dry run) through the stages.
+type Engine struct {
+	cfg  Config
+	log  *slog.Logger
+	prod *producer
+	filt *filter
+	bat  *batcher
+	com  *committer
+
+	lastRead    int64
+	unplacedMin int64 // smallest ordinal of a chunk's rows not yet placed in a batch; 0 = none
+	bytes       int64 // source bytes consumed up to lastRead
+	waitRows    time.Duration
+}
+
+// New builds the engine of a run.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Suppression = cmpOr(cfg.Suppression, SuppressionSkip)
+	cfg.MapWorkers = max(1, cfg.MapWorkers)
+	cfg.Window = max(1, cfg.Window)
+	if cfg.Fingerprints == nil {
+		cfg.Fingerprints = state.NewFingerprintSet(cfg.ListID)
+	}
+	if cfg.FingerprintFlush <= 0 {
+		cfg.FingerprintFlush = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{cfg: cfg, log: cfg.Logger}
+	e.filt = newFilter(cfg)
+	e.prod = newProducer(cfg, e.filt)
+	e.com = newCommitter(cfg)
+	e.bat = newBatcher(cfg, e.com, e.waitEvent)
+	e.com.release, e.com.fail = e.bat.release, e.bat.fail
+	return e, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Run streams the source from startPos (the run's checkpoint) until its end, ctx's end, a
+// failure, or Config.Stopping. It returns nil when every row is done and checkpointed,
+// ErrInterrupted on a stop. Run may be called once.
+//
+// The producer and filter run on goroutines of their own; this goroutine places rows in
+// batches, sends them and checkpoints, so that mapping the next rows overlaps with sending
+// and checkpointing the previous ones.
+func (e *Engine) Run(ctx context.Context, startPos int64) (err error) {
+	e.lastRead = startPos
+	e.com.start(ctx, startPos)
+	prodCtx, stopProducer := context.WithCancel(ctx)
+	chunks := make(chan *chunk, 2)
+	prodDone := make(chan struct{})
+	go func() {
+		defer close(prodDone)
+		e.prod.produce(prodCtx, startPos, chunks)
+	}()
+	defer func() {
+		stopProducer()
+		<-prodDone
+		e.bat.close()
+		if cerr := e.com.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	started := time.Now()
+	defer func() {
+		e.log.DebugContext(ctx, "pipeline timings", slog.Duration("total", time.Since(started)),
+			slog.Duration("waiting_for_rows", e.waitRows), slog.Duration("waiting_for_window", e.bat.waitWindow),
+			slog.Int("batches", e.bat.seq))
+	}()
+	readErr := e.placeAll(ctx, chunks)
+	stopProducer()
+	if readErr == nil && e.bat.firstErr == nil {
+		readErr = e.bat.flush(ctx) // the whole source is read: send what is left
+	}
+	return e.finish(ctx, readErr)
+}
+
+// placeAll takes the producer's chunks in until the last one, a failure or a stop.
+func (e *Engine) placeAll(ctx context.Context, chunks <-chan *chunk) error {
+	for {
+		t0 := time.Now()
+		c, ok := <-chunks
+		e.waitRows += time.Since(t0)
+		switch {
+		case !ok: // the producer stopped without reaching the end of the source: ctx ended
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return errors.New("reading the source stopped")
+		case c.err != nil:
+			return c.err
+		case e.stopping():
+			return ErrInterrupted
+		}
+		if err := e.place(ctx, c); err != nil {
+			return err
+		}
+		if c.eof {
+			return nil
+		}
+		e.prod.recycle(c)
+		if e.bat.firstErr != nil {
+			return nil
+		}
+	}
+}
+
+func (e *Engine) stopping() bool {
+	select {
+	case <-e.cfg.Stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// place takes a chunk in: its outcomes await the checkpoint, its rows go to their batches.
+func (e *Engine) place(ctx context.Context, c *chunk) error {
+	if len(c.rows) > 0 {
+		e.unplacedMin = c.rows[0].Ordinal
+	}
+	e.lastRead, e.bytes = c.lastRead, c.bytes
+	if len(c.rows) > 0 {
+		e.com.setSheet(c.rows[0].Sheet)
+	}
+	e.com.await(c.outcomes)
+	for i := range c.rows {
+		if err := e.bat.add(ctx, c, i); err != nil {
+			return err
+		}
+	}
+	e.unplacedMin = 0
+	if err := e.bat.sendLagging(ctx, e.lastRead); err != nil {
+		return err
+	}
+	e.advance(ctx)
+	return nil
+}
+
+// finish lets what is in flight finish (also on a stop or a failure: its acknowledgements
+// are checkpointed), writes the last checkpoint, and returns the run's error.
+func (e *Engine) finish(ctx context.Context, readErr error) error {
+	for e.bat.nUnacked > 0 || e.com.pending > 0 {
+		if err := e.waitEvent(ctx); err != nil {
+			return errors.Join(readErr, err)
+		}
+	}
+	if e.com.err == nil {
+		e.advance(ctx)
+		for e.com.pending > 0 {
+			if err := e.waitEvent(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case e.bat.firstErr != nil:
+		return e.bat.firstErr
+	case e.com.err != nil:
+		return e.com.err
+	}
+	return readErr
+}
+
+// waitEvent handles the next acknowledgement or written checkpoint.
+func (e *Engine) waitEvent(ctx context.Context) error {
+	select {
+	case b := <-e.bat.results:
+		if !e.bat.acked(b) {
+			e.com.uncount(b) // failed: its requests are counted all the same
+			return nil
+		}
+		e.advance(ctx)
+	case u := <-e.com.done:
+		e.com.written(u)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// advance hands the committer a checkpoint for everything newly done.
+func (e *Engine) advance(ctx context.Context) {
+	w := e.bat.watermark(e.lastRead, e.unplacedMin)
+	e.com.advance(ctx, w, e.bytes, e.bat.window)
+}

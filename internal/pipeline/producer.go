@@ -1,0 +1,257 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/state"
+)
+
+// The producer is the first stage: it reads the source into chunks of up to chunkRows
+// records, maps them on a pool of goroutines (a chunk each at a time; mapping is the
+// costliest step, and a Mapper may be used concurrently), takes them back in source order and
+// has the filter dedupe and filter each. Chunks go to the mappers and come back from them
+// round-robin, which keeps them in order. A chunk the engine placed comes back for reuse.
+type producer struct {
+	reader   sources.Reader
+	mapper   *mapping.Mapper
+	workers  int
+	filter   *filter
+	stopping <-chan struct{}
+	free     chan *chunk // placed chunks back from the engine
+
+	fast     bool         // a delta run with fingerprints: records are resolved before mapping
+	srcSeed  state.Hasher // the start of every sourceHash
+	srcCols  []int        // the mapped columns, hashed by sourceHash
+	emailCol int          // the e-mail column
+}
+
+func newProducer(cfg Config, f *filter) *producer {
+	p := &producer{reader: cfg.Reader, mapper: cfg.Mapper, workers: cfg.MapWorkers, filter: f,
+		stopping: cfg.Stopping, free: make(chan *chunk, 4)}
+	p.setSourceHash(cfg.Reader.Header())
+	p.fast = cfg.Delta && cfg.Fingerprints.Len() > 0 && p.emailCol >= 0
+	return p
+}
+
+// setSourceHash prepares sourceHash for the mapping: the columns it maps (everything but
+// ignored and unplaced ones), their names and the mapping's fingerprint. A delta run with
+// fingerprints resolves records before mapping them (see filter.resolve); it needs the e-mail
+// column.
+func (p *producer) setSourceHash(header []string) {
+	p.srcSeed = state.NewHasher()
+	p.srcSeed.String("source v1")
+	p.srcSeed.String(p.mapper.Fingerprint())
+	p.srcCols, p.emailCol = p.srcCols[:0], -1
+	for i, e := range p.mapper.Plan() {
+		if e.Target == "" || e.Target == mapping.TargetIgnore {
+			continue
+		}
+		if e.Target == sink.FieldEmail {
+			p.emailCol = i
+		}
+		p.srcCols = append(p.srcCols, i)
+		p.srcSeed.Uint64(uint64(i))
+		p.srcSeed.String(header[i])
+	}
+}
+
+// recycle gives a placed chunk back for reuse (see chunk.release).
+func (p *producer) recycle(c *chunk) {
+	c.release()
+	select {
+	case p.free <- c:
+	default:
+	}
+}
+
+// produce reads the source from startPos into out until the end of the source (the last
+// chunk says eof), a failure or a stop (a last chunk carries the error), or ctx's end (it
+// closes out without either).
+func (p *producer) produce(ctx context.Context, startPos int64, out chan<- *chunk) {
+	defer close(out)
+	mctx, cancel := context.WithCancel(ctx)
+	n := p.workers
+	toMap, mapped := make([]chan *chunk, n), make([]chan *chunk, n)
+	for i := range n {
+		toMap[i], mapped[i] = make(chan *chunk, 1), make(chan *chunk, 1)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { p.read(mctx, startPos, toMap) })
+	for i := range n {
+		wg.Go(func() {
+			defer close(mapped[i])
+			for c := range toMap[i] {
+				p.mapChunk(c)
+				mapped[i] <- c // drained below when this goroutine stops early
+			}
+		})
+	}
+	defer func() {
+		cancel() // read stops and closes toMap; the mappers finish what they hold
+		for _, ch := range mapped {
+			for range ch {
+			}
+		}
+		wg.Wait()
+	}()
+	for k := 0; ; k++ {
+		c, ok := <-mapped[k%n]
+		if !ok {
+			return // read stopped at ctx's end
+		}
+		if c.err == nil {
+			if err := p.filter.run(ctx, c); err != nil {
+				c = &chunk{err: err}
+			}
+		}
+		last := c.err != nil || c.eof // c is the engine's once sent
+		select {
+		case out <- c:
+		case <-ctx.Done():
+			return
+		}
+		if last {
+			return
+		}
+	}
+}
+
+// read reads the source from startPos into chunks of up to chunkRows records, and hands them
+// to the mappers in turn (out[k%len(out)] gets the k-th). Records done before a restart go in
+// the chunk too: the mappers map them for their e-mails, which the deduper only observes.
+func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) {
+	k := 0
+	defer func() {
+		for _, ch := range out {
+			close(ch)
+		}
+	}()
+	emit := func(c *chunk) bool {
+		select {
+		case out[k%len(out)] <- c:
+			k++
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	c := p.next(startPos)
+	for {
+		rec, err := p.nextRecord(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var rowErr *sources.RowError
+		if err != nil && !errors.As(err, &rowErr) {
+			emit(&chunk{err: err})
+			return
+		}
+		switch {
+		case rec.Ordinal <= startPos:
+			if rowErr == nil {
+				c.before = append(c.before, rec)
+			}
+		case rowErr != nil:
+			c.lastRead = rec.Ordinal
+			c.reject(p.mapper.RejectRow(rec, rowErr))
+		default:
+			c.lastRead = rec.Ordinal
+			c.recs = append(c.recs, rec)
+		}
+		if len(c.recs)+len(c.before)+len(c.outcomes) >= chunkRows {
+			c.bytes = p.reader.Progress().Bytes
+			lastRead := c.lastRead // c is the next stage's once sent (and recycled after)
+			if !emit(c) {
+				return
+			}
+			c = p.next(lastRead)
+		}
+	}
+	c.bytes = p.reader.Progress().Bytes
+	c.eof = true
+	emit(c)
+}
+
+// nextRecord reads the next record: a *sources.RowError is a record to reject; io.EOF the
+// end; any other error ends the run (ErrInterrupted on a stop).
+func (p *producer) nextRecord(ctx context.Context) (sources.Record, error) {
+	select {
+	case <-p.stopping:
+		return sources.Record{}, ErrInterrupted
+	default:
+	}
+	rec, err := p.reader.Next(ctx)
+	var rowErr *sources.RowError
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.As(err, &rowErr):
+		return rec, err
+	case ctx.Err() != nil:
+		return rec, ctx.Err()
+	}
+	return rec, fmt.Errorf("read source: %w", err)
+}
+
+// next returns a chunk to fill, starting after lastRead: one given back, or a new one.
+func (p *producer) next(lastRead int64) *chunk {
+	select {
+	case c := <-p.free:
+		c.lastRead = lastRead
+		return c
+	default:
+		return newChunk(lastRead)
+	}
+}
+
+// mapChunk maps the chunk's records into rows and rejects. A delta run's records become
+// candidates, mapped later only if they changed (see filter.resolve). Records done before a
+// restart only give their e-mails, for the deduper.
+func (p *producer) mapChunk(c *chunk) {
+	for i := range c.before {
+		c.observeOnly(p.mapper, &c.before[i])
+	}
+	for i := range c.recs {
+		rec := &c.recs[i]
+		if p.fast {
+			email := state.NormaliseEmail(p.rawEmail(*rec))
+			h := state.NewHasher() // EmailHash of the normalised e-mail
+			h.String(email)
+			c.cands = append(c.cands, cand{rec: *rec, email: email, src: p.sourceHash(*rec), key: h.Sum64()})
+			continue
+		}
+		if c.mapRow(p.mapper, rec) != nil {
+			c.sources = append(c.sources, p.sourceHash(*rec))
+		}
+	}
+	clear(c.before) // drop the records
+	clear(c.recs)
+	c.before, c.recs = c.before[:0], c.recs[:0]
+}
+
+// sourceHash is the hash of a record's mapped columns (with the mapping's fingerprint and the
+// columns' names): two records with the same hash map to the same payload. Never 0.
+func (p *producer) sourceHash(rec sources.Record) uint64 {
+	h := p.srcSeed
+	for _, i := range p.srcCols {
+		if i < len(rec.Values) {
+			h.String(rec.Values[i])
+		} else {
+			h.String("")
+		}
+	}
+	return h.Sum64() | 1
+}
+
+// rawEmail is the record's e-mail cell as read.
+func (p *producer) rawEmail(rec sources.Record) string {
+	if p.emailCol < len(rec.Values) {
+		return rec.Values[p.emailCol]
+	}
+	return ""
+}
