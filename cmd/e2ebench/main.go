@@ -24,7 +24,11 @@
 //	go run ./cmd/e2ebench -rows 100000 -formats csv -latency 20ms -batches-in-flight 2
 //	                                           # against a service 20 ms away: the bound the window sets
 //
-// SUBSYNC_E2EBENCH_LOG=info shows the subsync process's log; SUBSYNC_E2EBENCH_CPUPROFILE=file makes the subsync process write a CPU profile.
+// SUBSYNC_E2EBENCH_LOG=info shows the subsync process's log; SUBSYNC_E2EBENCH_CPUPROFILE=file makes the subsync process write a CPU profile;
+// SUBSYNC_E2EBENCH_MEMPROFILE=file makes it write a heap profile taken when the heap in use was
+// largest, and print where its memory was (Go runtime classes, anonymous and file-backed pages)
+// when its resident set was largest; SUBSYNC_E2EBENCH_GOROUTINES=file (with MEMPROFILE) adds
+// the goroutines at that moment.
 package main
 
 import (
@@ -42,6 +46,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -59,6 +64,9 @@ import (
 	"github.com/subsync/subsync/sources"
 )
 
+// fpFlush is the -fingerprint-flush flag, passed on to every subsync child.
+var fpFlush int
+
 // childEnv makes this binary the subsync child; its value is the child's JSON config.
 const childEnv = "SUBSYNC_E2EBENCH_CHILD"
 
@@ -74,6 +82,8 @@ type childConfig struct {
 	ListID          int64  `json:"list_id"`
 	InFlight        int    `json:"in_flight"`
 	BatchesInFlight int    `json:"batches_in_flight"`
+	// FingerprintFlush is jobs.Config.FingerprintFlush (0: its default).
+	FingerprintFlush int `json:"fingerprint_flush,omitempty"`
 	// Sync runs a (delta) sync of Path instead of an import.
 	Sync bool `json:"sync,omitempty"`
 }
@@ -102,6 +112,7 @@ func main() {
 	dir := flag.String("dir", "", "where to keep the generated files (reused when present); default a temporary directory")
 	inFlight := flag.Int("in-flight", 4, "HTTP requests in flight, for both clients")
 	batches := flag.Int("batches-in-flight", 4, "subsync's batches sent and not yet checkpointed (jobs.Config.BatchesInFlight)")
+	flag.IntVar(&fpFlush, "fingerprint-flush", 0, "delta fingerprints a run holds before saving them (jobs.Config.FingerprintFlush); 0: the default")
 	mode := flag.String("mode", "import", "import (subsync against the raw limit) or delta (two syncs, 1% changed)")
 	flag.DurationVar(&latency, "latency", 0, "added by the emulator to every request, as a service tens of milliseconds away")
 	flag.Parse()
@@ -412,10 +423,15 @@ func child(raw string) int {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	if prof := os.Getenv("SUBSYNC_E2EBENCH_MEMPROFILE"); prof != "" {
+		stop := peakHeapProfile(prof)
+		defer stop()
+	}
 	ctx := context.Background()
 	cfg := jobs.Config{
 		DataDir: c.DataDir, BatchesInFlight: c.BatchesInFlight, PollInterval: 25 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
+		FingerprintFlush: c.FingerprintFlush,
+		Logger:           slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
 		Sink: sink.Config{BaseURL: c.SinkURL, UserID: benchUser, APIKey: benchKey, RequestsPerSecond: -1,
 			MaxInFlight: c.InFlight},
 	}
@@ -552,6 +568,7 @@ func changeRows(path string, step int) (int, error) {
 
 // runChild runs one subsync child process and returns what it measured.
 func runChild(c childConfig) (childResult, error) {
+	c.FingerprintFlush = fpFlush
 	raw, _ := json.Marshal(c)
 	self, err := os.Executable()
 	if err != nil {
@@ -605,4 +622,92 @@ func vmHWM() int64 {
 		}
 	}
 	return 0
+}
+
+// peakHeapProfile samples the heap in use every 50 ms and writes a heap profile to path each
+// time it reaches a new peak; the returned func stops sampling and prints, to stderr, where
+// the process's memory was when its resident set was largest: the Go runtime's classes
+// (runtime/metrics) and the kernel's anonymous and file-backed resident pages.
+func peakHeapProfile(path string) func() {
+	all := metrics.All()
+	samples := make([]metrics.Sample, 0, len(all))
+	for _, d := range all {
+		if strings.HasPrefix(d.Name, "/memory/classes/") || d.Name == "/gc/heap/goal:bytes" {
+			samples = append(samples, metrics.Sample{Name: d.Name})
+		}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	var peakRSS int64
+	var atPeak []string
+	go func() {
+		defer close(finished)
+		var peakHeap uint64
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			metrics.Read(samples)
+			status := procStatus()
+			if rss := status["VmRSS"]; rss > peakRSS {
+				peakRSS = rss
+				atPeak = atPeak[:0]
+				for _, k := range []string{"VmRSS", "RssAnon", "RssFile"} {
+					atPeak = append(atPeak, fmt.Sprintf("%-45s %8d kB", k, status[k]))
+				}
+				if g := os.Getenv("SUBSYNC_E2EBENCH_GOROUTINES"); g != "" {
+					if f, err := os.Create(g); err == nil {
+						_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+						_ = f.Close()
+					}
+				}
+				for _, m := range samples {
+					if v := m.Value.Uint64(); v >= 512<<10 {
+						atPeak = append(atPeak, fmt.Sprintf("%-45s %8d kB", m.Name, v>>10))
+					}
+				}
+			}
+			for _, m := range samples {
+				if m.Name != "/memory/classes/heap/objects:bytes" {
+					continue
+				}
+				if v := m.Value.Uint64(); v > peakHeap+peakHeap/20 {
+					peakHeap = v
+					if f, err := os.Create(path); err == nil {
+						_ = pprof.Lookup("heap").WriteTo(f, 0)
+						_ = f.Close()
+					}
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		fmt.Fprintf(os.Stderr, "e2ebench child: at the largest resident set sampled:\n  %s\n", strings.Join(atPeak, "\n  "))
+	}
+}
+
+// procStatus is /proc/self/status's kB figures by name (Linux).
+func procStatus() map[string]int64 {
+	out := map[string]int64{}
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || !strings.HasSuffix(rest, "kB") {
+			continue
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(rest, "kB")), 10, 64)
+		if err == nil {
+			out[name] = v
+		}
+	}
+	return out
 }
