@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/subsync/subsync/sources"
+
 	"cmp"
 	"fmt"
 	"maps"
@@ -295,6 +297,8 @@ func checkSource(p *problems, key string, s Source) {
 		}
 		if strings.TrimSpace(s.Query) == "" {
 			p.add(key+".query", "", "missing: the SELECT that reads the contacts")
+		} else if err := sources.CheckReadQuery(s.Driver, s.Query); err != nil {
+			p.add(key+".query", s.Query, "%v", err)
 		}
 		only("path", "csv or xlsx", s.Path != "")
 		only("encoding", KindCSV, s.Encoding != "")
