@@ -81,7 +81,7 @@ serves /metrics and /healthz on worker.metrics_address.
 On SIGINT or SIGTERM it stops taking jobs, lets batches in flight finish for up to
 worker.shutdown_timeout, and exits 0; interrupted runs resume from their checkpoint on the
 next start. A configuration error exits 2, so a service manager need not restart on it
-(systemd: RestartPreventExitStatus=2).`,
+(systemd: RestartPreventExitStatus=78).`,
 		Example: `  subsync run
   subsync --config /etc/subsync/subsync.toml --log-format json run`,
 		Args: cobra.NoArgs,
