@@ -147,9 +147,15 @@ source row (line, sheet, email, action, status, status_mobile, code, column, val
 				})
 			}
 			id, err := rt.EnqueueSync(ctx, args[0], full)
+			var notFull *jobs.FullNotQueuedError
 			switch {
+			case errors.As(err, &notFull):
+				// The user asked for every row to be sent; the delta run will not: say so
+				// and fail, rather than follow a run that is not what was asked.
+				return err
 			case errors.Is(err, jobs.ErrAlreadyQueued):
 				a.log.WarnContext(ctx, "the sync is already queued or running: following that job", "sync", args[0], "job_id", id)
+				fmt.Fprintf(a.stderr, "sync %q is already queued or running as job %d: this request is folded into it\n", args[0], id)
 			case err != nil:
 				return err
 			default:
