@@ -199,6 +199,7 @@ source = { path = "b.csv" }
 		{"sql attach", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"sql\", driver = \"sqlite\", dsn = \"x\", query = \"ATTACH 'y.db' AS y\" }\n",
 			`it starts with ATTACH, not SELECT or WITH`},
 		{"dsn env unset", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { kind = \"sql\", driver = \"pgx\", dsn_env = \"NOPE\", query = \"select 1\" }\n", `syncs[0].source.dsn_env: "NOPE": environment variable is not set`},
+		{"stray lines", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { path = \"a.csv\", stray_lines = \"ignore\" }\n", `syncs[0].source.stray_lines: "ignore": want "decode" or "reject"`},
 		{"csv-only key", "[[syncs]]\nname = \"a\"\nlist = 1\nsource = { path = \"a.xlsx\", delimiter = \";\" }\n", `syncs[0].source.delimiter: only for a csv source`},
 		{"suppression", sync + "suppression = \"ignore\"\n", `syncs[0].suppression: "ignore": want "skip" or "update-keep-status"`},
 		{"mapping file", sync + "mapping = \"nope.toml\"\n", `syncs[0].mapping: "`},

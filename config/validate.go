@@ -275,8 +275,12 @@ func checkSource(p *problems, key string, s Source) {
 			only("sheet_index", KindXLSX, s.SheetIndex != 0)
 		}
 		if s.Kind == KindXLSX {
+			only("stray_lines", KindCSV, s.StrayLines != "")
 			only("encoding", KindCSV, s.Encoding != "")
 			only("delimiter", KindCSV, s.Delimiter != "")
+		}
+		if s.StrayLines != "" && s.StrayLines != sources.StrayDecode && s.StrayLines != sources.StrayReject {
+			p.add(key+".stray_lines", s.StrayLines, "want %q or %q", sources.StrayDecode, sources.StrayReject)
 		}
 		if !validEncoding(s.Encoding) {
 			p.add(key+".encoding", s.Encoding, "unknown encoding: want utf-8, windows-1252, iso-8859-15, utf-16le, utf-16be or another WHATWG label")
@@ -302,6 +306,7 @@ func checkSource(p *problems, key string, s Source) {
 		}
 		only("path", "csv or xlsx", s.Path != "")
 		only("encoding", KindCSV, s.Encoding != "")
+		only("stray_lines", KindCSV, s.StrayLines != "")
 		only("delimiter", KindCSV, s.Delimiter != "")
 		only("sheet", KindXLSX, s.Sheet != "")
 		only("header_row", "csv or xlsx", s.HeaderRow != 0)
