@@ -38,7 +38,12 @@ import (
 const (
 	ExitOK      = 0 // success
 	ExitFailure = 1 // the command ran and failed
-	ExitUsage   = 2 // bad usage or invalid configuration: the command did not start
+	// ExitUsage: bad usage or invalid configuration, the command did not start; a service
+	// manager should not restart it (systemd: RestartPreventExitStatus=78). It is 78,
+	// EX_CONFIG of sysexits.h, and not 2: the Go runtime exits 2 on a fatal error (out of
+	// memory, stack overflow) and on an unrecovered panic, which must not read as a
+	// configuration error.
+	ExitUsage = 78
 )
 
 // Main runs the subsync command line with args (without the program name) and returns the

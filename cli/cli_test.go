@@ -111,7 +111,7 @@ func TestListsLifecycle(t *testing.T) {
 	require.Equal(t, "Monthly news", renamed.Title)
 	require.Contains(t, h.ok("lists", "show", id), "Monthly news")
 
-	// A delete without a terminal and without --yes is refused with exit 2: nothing deleted.
+	// A delete without a terminal and without --yes is refused with ExitUsage: nothing deleted.
 	r := h.run("y\n", "lists", "delete", id)
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "pass --yes")

@@ -84,7 +84,7 @@ pages need a password (SUBSYNC_WEB_PASSWORD or web.password_file): without one, 
 On SIGINT or SIGTERM it stops taking jobs, lets batches in flight finish for up to
 worker.shutdown_timeout, and exits 0; interrupted runs resume from their checkpoint on the
 next start. A configuration error exits 2, so a service manager need not restart on it
-(systemd: RestartPreventExitStatus=2).`,
+(systemd: RestartPreventExitStatus=78).`,
 		Example: `  subsync run
   subsync --config /etc/subsync/subsync.toml --log-format json run`,
 		Args: cobra.NoArgs,
@@ -154,9 +154,15 @@ source row (line, sheet, email, action, status, status_mobile, code, column, val
 				})
 			}
 			id, err := rt.EnqueueSync(ctx, args[0], full)
+			var notFull *jobs.FullNotQueuedError
 			switch {
+			case errors.As(err, &notFull):
+				// The user asked for every row to be sent; the delta run will not: say so
+				// and fail, rather than follow a run that is not what was asked.
+				return err
 			case errors.Is(err, jobs.ErrAlreadyQueued):
 				a.log.WarnContext(ctx, "the sync is already queued or running: following that job", slog.String("sync", args[0]), slog.Int64("job_id", id))
+				fmt.Fprintf(a.stderr, "sync %q is already queued or running as job %d: this request is folded into it\n", args[0], id)
 			case err != nil:
 				return err
 			default:

@@ -176,6 +176,9 @@ type Source struct {
 	// Encoding of a CSV file: utf-8, windows-1252, iso-8859-15, utf-16le, utf-16be or another
 	// WHATWG label. Default: a byte order mark decides, else UTF-8 when valid, else windows-1252.
 	Encoding string `toml:"encoding"`
+	// StrayLines: what becomes of the few lines of a UTF-8 CSV file that are not UTF-8:
+	// "decode" (the default: read as windows-1252, with a warning naming the line) or "reject".
+	StrayLines string `toml:"stray_lines"`
 	// Delimiter of a CSV file: one ASCII character, or "tab". Default: detected (',', ';', tab, '|').
 	Delimiter string `toml:"delimiter"`
 	// Sheet names the worksheet of an xlsx source. Default: SheetIndex.

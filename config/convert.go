@@ -28,7 +28,7 @@ func (c *Config) SinkConfig() sink.Config {
 // secret (from dsn, dsn_env or dsn_file); the watermark is the run's to set.
 func (s Source) SourceConfig() sources.Config {
 	return sources.Config{
-		Kind: s.Kind, Path: s.Path, Encoding: s.Encoding, Delimiter: s.Delimiter,
+		Kind: s.Kind, Path: s.Path, Encoding: s.Encoding, Delimiter: s.Delimiter, StrayLines: s.StrayLines,
 		Sheet: s.Sheet, SheetIndex: s.SheetIndex, HeaderRow: s.HeaderRow,
 		Driver: s.Driver, DSN: s.DSN, Query: s.Query, WatermarkColumn: s.WatermarkColumn,
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/subsync/subsync/internal/tomlguard"
 )
 
 // Load reads the configuration file at path and returns it with the environment overrides
@@ -18,9 +21,18 @@ import (
 // (os.Getenv when nil). A missing or unreadable file is an error wrapping the *fs.PathError;
 // a file with problems yields an *Error that lists them all.
 func Load(path string, getenv func(string) string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	defer f.Close()
+	data, err := tomlguard.Read(f)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("read configuration: %w", err)
+		}
+		return nil, &Error{Path: path, Problems: []error{&FieldError{Reason: err.Error()}}}
 	}
 	return Parse(path, data, getenv)
 }
@@ -31,6 +43,10 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 func Parse(path string, data []byte, getenv func(string) string) (*Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
+	}
+	// Before parsing: the parser's memory is out of proportion to some small files.
+	if err := tomlguard.Check(data); err != nil {
+		return nil, &Error{Path: path, Problems: []error{&FieldError{Reason: err.Error()}}}
 	}
 	var c Config
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c)

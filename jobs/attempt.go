@@ -18,6 +18,7 @@ import (
 	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
 
@@ -54,7 +55,8 @@ func isPermanent(err error) bool {
 	var pe *permanentError
 	var se *mapping.SpecError
 	return errors.As(err, &pe) || errors.As(err, &se) || sink.IsPermanent(err) ||
-		errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
+		errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
+		errors.Is(err, sources.ErrQueryNeverSucceeds)
 }
 
 // describe turns an error into the message a person reads in run history.

@@ -151,6 +151,19 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 	if err := p.Run(ctx, a.run.Position); err != nil {
 		return "", err
 	}
+	if w, ok := r.(interface {
+		Warnings() (int64, []sources.RowError)
+	}); ok {
+		if n, warnings := w.Warnings(); n > 0 {
+			first := warnings[:min(len(warnings), 20)]
+			lines := make([]int, 0, len(first))
+			for _, rw := range first {
+				lines = append(lines, rw.Line)
+			}
+			a.log.WarnContext(ctx, "values that were not valid UTF-8 were read as Windows-1252: check these lines",
+				"values", n, "lines", lines)
+		}
+	}
 	if w, ok := r.(interface{ Watermark() string }); ok {
 		return w.Watermark(), nil
 	}

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -40,7 +41,9 @@ func (SyncArgs) InsertOpts() river.InsertOpts {
 }
 
 // EnqueueSync queues the named sync now. If that sync is already queued or running, it
-// returns that job's id with an error wrapping ErrAlreadyQueued.
+// returns that job's id with an error wrapping ErrAlreadyQueued: the request is folded into
+// that job, unless it asks for a full run and that job is a delta run, when the error is a
+// *FullNotQueuedError.
 func (rt *Runtime) EnqueueSync(ctx context.Context, name string, full bool) (int64, error) {
 	if _, ok := rt.cfg.sync(name); !ok {
 		return 0, fmt.Errorf("sync %q is not in the configuration", name)
@@ -50,10 +53,35 @@ func (rt *Runtime) EnqueueSync(ctx context.Context, name string, full bool) (int
 		return 0, fmt.Errorf("queue sync %q: %w", name, err)
 	}
 	if res.UniqueSkippedAsDuplicate {
+		var existing SyncArgs
+		if full && json.Unmarshal(res.Job.EncodedArgs, &existing) == nil && !existing.Full {
+			return res.Job.ID, &FullNotQueuedError{Name: name, JobID: res.Job.ID, Running: res.Job.State == rivertype.JobStateRunning}
+		}
 		return res.Job.ID, fmt.Errorf("sync %q is %w as job %d", name, ErrAlreadyQueued, res.Job.ID)
 	}
 	return res.Job.ID, nil
 }
+
+// FullNotQueuedError is EnqueueSync's error for a full sync asked for while a delta run of
+// the same sync is queued or running: one run per sync at a time, so the full run was not
+// queued, and the delta run will not send unchanged rows. It is also ErrAlreadyQueued.
+type FullNotQueuedError struct {
+	Name    string
+	JobID   int64 // the delta run's job
+	Running bool  // running, else queued
+}
+
+func (e *FullNotQueuedError) Error() string {
+	state := "queued"
+	if e.Running {
+		state = "running"
+	}
+	return fmt.Sprintf("sync %q --full was not queued: a delta run of it is %s as job %d, and a sync runs once at a time; "+
+		"run it with --full again when job %d has ended", e.Name, state, e.JobID, e.JobID)
+}
+
+// Is makes the error ErrAlreadyQueued.
+func (e *FullNotQueuedError) Is(target error) bool { return target == ErrAlreadyQueued }
 
 // SyncWorker works sync jobs.
 type SyncWorker struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/subsync/subsync/sink"
 )
@@ -114,9 +115,20 @@ func customWants(spec Spec) ([]customWant, *SpecError) {
 	return wants, &e
 }
 
+// Bounds of create_missing: a mapping never creates more custom fields than a person would
+// make by hand, nor a label longer than one a person would read.
+const (
+	// MaxCreatedFields is how many custom fields one run may create.
+	MaxCreatedFields = 20
+	// MaxCreatedLabel is the longest label (in characters) create_missing creates.
+	MaxCreatedLabel = 100
+)
+
 // Resolve looks up the custom fields the spec names by label, with one GET /custom_fields
 // (none when the spec names no custom field). With CreateMissing it creates each field the
-// service lacks, with the datatype and choices the mapping gives (string when it gives none).
+// service lacks, with the datatype and choices the mapping gives (string when it gives none):
+// at most MaxCreatedFields, with labels of at most MaxCreatedLabel characters, or none at all
+// and a *SpecError.
 // A label the service lacks without CreateMissing is not an error here: [Compile] reports it
 // with the other problems of the mapping.
 func Resolve(ctx context.Context, fs FieldService, spec Spec) (Fields, error) {
@@ -146,11 +158,25 @@ func resolve(ctx context.Context, fs FieldService, spec Spec, dryRun bool) (Fiel
 	if !spec.CreateMissing {
 		return f, nil
 	}
+	var missing []customWant
+	var se SpecError
 	for _, w := range wants {
 		_, ok, err := f.lookup(w.label)
 		if err != nil || ok {
 			continue // Compile reports an ambiguous label
 		}
+		if n := utf8.RuneCountInString(w.label); n > MaxCreatedLabel {
+			se.add(w.key, "custom field label is %d characters: create_missing creates labels of at most %d", n, MaxCreatedLabel)
+		}
+		missing = append(missing, w)
+	}
+	if len(missing) > MaxCreatedFields {
+		se.add("create_missing", "the service lacks %d of the custom fields the mapping names: create_missing creates at most %d in one run (create the others, or check the mapping)", len(missing), MaxCreatedFields)
+	}
+	if err := se.orNil(); err != nil {
+		return Fields{}, err
+	}
+	for _, w := range missing {
 		want := sink.CustomField{Label: w.label, Datatype: cmp.Or(w.datatype, sink.DatatypeString), Choices: w.choices}
 		if dryRun {
 			want.Value = PlannedSlot + w.label

@@ -72,12 +72,12 @@ type op struct {
 
 // Row is a source row mapped to a subscriber payload.
 //
-// Status and StatusMobile are "" unless the mapping gives one (a status column or constant),
-// or a consent column says no: a "no" (nei, 0, false …) in SAMTYKKEEPOST makes Status
-// unsubscribed, and a "no" in SAMTYKKESMS makes StatusMobile unsubscribed. SAMTYKKEEPOSTOGSMS
-// counts for both when the specific field is not mapped or empty. A "no" overrides a status of
-// active and leaves bounce as it is; a "yes" never sets a status, so a sync never revives
-// anyone by consent alone.
+// Status and StatusMobile are "" unless the mapping gives unsubscribed or bounce (a status
+// column or constant), or reactivate (a constant only), or a consent column says no: a "no"
+// (nei, 0, false …) in SAMTYKKEEPOST makes Status unsubscribed, and a "no" in SAMTYKKESMS makes
+// StatusMobile unsubscribed. SAMTYKKEEPOSTOGSMS counts for both when the specific field is not
+// mapped or empty. A "no" leaves bounce as it is. Neither a status of active nor a "yes" ever
+// sets a status, so no source value asks the service to activate anyone.
 //
 // Sub.Tags may be shared between rows when only constant tags apply: treat it as read-only.
 type Row struct {

@@ -161,7 +161,8 @@ Begge = "SAMTYKKEEPOSTOGSMS"
 		{"no overrides a status of active", "aktiv", "nei", "", "", sink.StatusUnsubscribed, ""},
 		{"no leaves bounce", "bounce", "nei", "", "", sink.StatusBounce, ""},
 		{"status column", "avmeldt", "ja", "", "", sink.StatusUnsubscribed, ""},
-		{"status active with consent yes", "active", "ja", "", "", sink.StatusActive, ""},
+		{"status active sends no status", "active", "ja", "", "", "", ""},
+		{"status aktiv with no consent column sends no status", "Aktiv", "", "", "", "", ""},
 	}
 	for _, tc := range cases {
 		row, rej := m.Map(sources.Record{Line: 2, Values: []string{"a@b.no", tc.status, tc.epost, tc.sms, tc.begge}})
@@ -194,6 +195,13 @@ SAMTYKKEEPOST = true
 	row2, _ := m.Map(sources.Record{Values: []string{"c@d.no"}})
 	row2.Sub.SetField("EXTRA1", "x")
 	require.Equal(t, "12", row.Sub.Field("EXTRA1"))
+
+	// A constant status of active asks for nothing either.
+	m = mustCompile(t, "[columns]\nEmail = \"email\"\n[constants]\nstatus = \"active\"\nstatus_mobile = \"aktiv\"\n", []string{"Email"}, testFields())
+	row, rej = m.Map(sources.Record{Values: []string{"a@b.no"}})
+	require.Nil(t, rej)
+	require.Empty(t, row.Status)
+	require.Empty(t, row.StatusMobile)
 }
 
 func TestMapRejects(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/subsync/subsync/internal/tomlguard"
 	"github.com/subsync/subsync/sink"
 )
 
@@ -137,9 +138,14 @@ func (e *SpecError) orNil() error {
 
 // LoadSpec reads a mapping file. Errors name the file, and the key for an invalid key.
 func LoadSpec(path string) (Spec, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Spec{}, fmt.Errorf("read mapping: %w", err)
+	}
+	defer f.Close()
+	data, err := tomlguard.Read(f)
+	if err != nil {
+		return Spec{}, fmt.Errorf("read mapping %s: %w", path, err)
 	}
 	s, err := ParseSpec(data)
 	if err != nil {
@@ -151,6 +157,10 @@ func LoadSpec(path string) (Spec, error) {
 // ParseSpec parses a mapping in TOML. A syntax error carries its line; an invalid key or value
 // is a *SpecError naming the key.
 func ParseSpec(data []byte) (Spec, error) {
+	// Before parsing: the parser's memory is out of proportion to some small files.
+	if err := tomlguard.Check(data); err != nil {
+		return Spec{}, fmt.Errorf("parse mapping: %w", err)
+	}
 	var raw map[string]any
 	if err := toml.Unmarshal(data, &raw); err != nil {
 		return Spec{}, fmt.Errorf("parse mapping: %w", err)

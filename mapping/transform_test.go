@@ -411,7 +411,8 @@ func TestNormGender(t *testing.T) {
 func TestNormStatus(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
-		"active": "active", "Aktiv": "active", "subscribed": "active", "påmeldt": "active",
+		// Active asks for nothing: a source value never asks for activation.
+		"active": "", "Aktiv": "", "subscribed": "", "påmeldt": "",
 		"unsubscribed": "unsubscribed", "Avmeldt": "unsubscribed", "avregistrert": "unsubscribed", "opted out": "unsubscribed",
 		"bounce": "bounce", "Bounced": "bounce", "cleaned": "bounce", "returnert": "bounce",
 	}

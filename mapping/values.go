@@ -52,12 +52,14 @@ func normGender(s string) (string, string) {
 
 // normStatus reads a subscriber status in English or Norwegian: active/subscribed/aktiv,
 // unsubscribed/avmeldt/avregistrert/opted out, bounce/bounced/cleaned/returnert. An empty value
-// gives "" (no status is sent). "reactivate" and "pending" are rejected: reviving a subscriber
+// and an active one give "" (no status is sent): a source value never asks for activation,
+// since a service that applies status=active would revive a person who unsubscribed there;
+// a new subscriber sent without a status becomes active all the same. "reactivate" and "pending" are rejected: reviving a subscriber
 // must be asked for explicitly (a constant), and a pending subscriber never confirmed.
 func normStatus(s string) (string, string) {
 	switch fold(s) {
 	case "active", "subscribed", "aktiv", "abonnent", "pameldt", "paameldt":
-		return sink.StatusActive, ""
+		return "", ""
 	case "unsubscribed", "unsubscribe", "avmeldt", "avregistrert", "optedout", "optout", "inaktiv", "inactive":
 		return sink.StatusUnsubscribed, ""
 	case "bounce", "bounced", "cleaned", "returnert", "sprett", "hardbounce":

@@ -57,6 +57,11 @@ func New(cfg Config) (*Client, error) {
 		tr.MaxIdleConnsPerHost = cfg.MaxInFlight
 		httpClient = &http.Client{Transport: tr}
 	}
+	// A copy, so the caller's client is left as it is; whatever redirect rule it had, a
+	// redirect off the service's https origin is not followed (see checkRedirect).
+	hc := *httpClient
+	hc.CheckRedirect = checkRedirect
+	httpClient = &hc
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -294,8 +299,11 @@ func (c *Client) describeNetError(ctx context.Context, err error) error {
 }
 
 // retryableNetError reports whether a failure without a response is worth another attempt:
-// everything but certificate problems, which no retry fixes.
+// everything but certificate problems and unsafe redirects, which no retry fixes.
 func retryableNetError(err error) bool {
+	if errors.Is(err, ErrUnsafeRedirect) {
+		return false
+	}
 	var (
 		unknownAuthority x509.UnknownAuthorityError
 		hostname         x509.HostnameError

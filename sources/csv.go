@@ -25,8 +25,9 @@ const sniffBytes = 64 << 10
 // CSVOptions overrides what a CSVReader detects. The zero value detects everything.
 type CSVOptions struct {
 	// Encoding of the file: "" detects it: a byte order mark (UTF-8, UTF-16 LE or BE) decides;
-	// without one, a file that is valid UTF-8 throughout is UTF-8, anything else is
-	// Windows-1252 (what Excel writes on a Western European Windows). Otherwise one of the
+	// without one, a file that is valid UTF-8 but for a few stray lines (at most 100, and at
+	// most one line in 100) is UTF-8, anything else is Windows-1252 (what Excel writes on a
+	// Western European Windows). See StrayLines for the stray lines. Otherwise one of the
 	// Encoding constants or a WHATWG label (utf-8, windows-1252, iso-8859-15, utf-16, ...).
 	// A byte order mark is skipped; one that contradicts the configured encoding is an error.
 	Encoding string
@@ -38,6 +39,10 @@ type CSVOptions struct {
 	HeaderRow int
 	// MaxRecordBytes bounds one record. 0 = DefaultMaxRecordBytes.
 	MaxRecordBytes int
+	// StrayLines says what becomes of a value that is not valid UTF-8 in a file read as
+	// UTF-8: StrayDecode ("" too) decodes it as Windows-1252 and records a warning with its
+	// line (see [CSVReader.Warnings]); StrayReject rejects its row.
+	StrayLines string
 }
 
 // CSVReader reads a delimited text file. It implements [Reader].
@@ -68,6 +73,10 @@ type CSVReader struct {
 	max      int
 	utf8     bool // the text is undecoded UTF-8, to be checked per value
 
+	strayReject bool       // reject rows with invalid UTF-8, rather than decode them
+	warnings    []RowError // the first maxWarnings warnings
+	nWarnings   int64
+
 	size   int64
 	rows   atomic.Int64
 	err    error
@@ -97,6 +106,13 @@ func openCSV(ctx context.Context, path string, opts CSVOptions) (_ *CSVReader, e
 		return nil, fmt.Errorf("header_row %d, max record bytes %d: must not be negative", opts.HeaderRow, opts.MaxRecordBytes)
 	}
 	r := &CSVReader{path: path, max: cmp.Or(opts.MaxRecordBytes, DefaultMaxRecordBytes)}
+	switch opts.StrayLines {
+	case "", StrayDecode:
+	case StrayReject:
+		r.strayReject = true
+	default:
+		return nil, fmt.Errorf("stray lines %q: want %q or %q", opts.StrayLines, StrayDecode, StrayReject)
+	}
 	if r.f, err = os.Open(path); err != nil {
 		return nil, err
 	}
@@ -156,13 +172,17 @@ func openCSV(ctx context.Context, path string, opts CSVOptions) (_ *CSVReader, e
 		}
 	default:
 		valid := utf8.Valid(head[:len(head)-incompleteRuneTail(head)])
-		if valid && !atEOF {
+		if !valid || !atEOF {
+			// UTF-8 but for a few stray lines is UTF-8: one row pasted from elsewhere must
+			// not turn every æøå of the file into mojibake.
 			if _, err := r.f.Seek(0, io.SeekStart); err != nil {
 				return nil, err
 			}
-			if valid, err = validUTF8(ctx, r.f); err != nil {
+			stray, lines, err := strayLines(ctx, r.f)
+			if err != nil {
 				return nil, err
 			}
+			valid = fewStray(stray, lines)
 		}
 		if valid {
 			r.encoding = EncodingUTF8
@@ -297,6 +317,19 @@ func (r *CSVReader) readHeader(ctx context.Context, headerRow int) error {
 // Header returns the column names; see the package doc.
 func (r *CSVReader) Header() []string { return r.header }
 
+// warn records a warning.
+func (r *CSVReader) warn(w RowError) {
+	r.nWarnings++
+	if len(r.warnings) < maxWarnings {
+		r.warnings = append(r.warnings, w)
+	}
+}
+
+// Warnings returns how many values were read with a warning (a stray line decoded as
+// Windows-1252 in a UTF-8 file), and the first 1000 of them with their lines, in file order.
+// Call it after the last Next.
+func (r *CSVReader) Warnings() (int64, []RowError) { return r.nWarnings, r.warnings }
+
 // Encoding returns the encoding the file is read in (detected or configured).
 func (r *CSVReader) Encoding() string { return r.encoding }
 
@@ -362,7 +395,11 @@ func (r *CSVReader) check(rec *Record) *RowError {
 				return &RowError{Line: rec.Line, Column: i + 1, Err: because(ErrBinary, "contains a NUL byte (binary data?)")}
 			}
 			if r.utf8 && !utf8.ValidString(v) {
-				return &RowError{Line: rec.Line, Column: i + 1, Err: because(ErrInvalidUTF8, "is not valid UTF-8 (set the encoding of the file)")}
+				if r.strayReject {
+					return &RowError{Line: rec.Line, Column: i + 1, Err: because(ErrInvalidUTF8, "is not valid UTF-8 (set the encoding of the file)")}
+				}
+				rec.Values[i] = decodeStray(v)
+				r.warn(RowError{Line: rec.Line, Column: i + 1, Err: because(ErrInvalidUTF8, "is not valid UTF-8: read as Windows-1252")})
 			}
 		}
 	}

@@ -110,10 +110,15 @@ func TestCSVWindows1252FarIntoTheFile(t *testing.T) {
 	}
 	b.WriteString("last@example.com,Tromsø\n")
 	r := openCSV(t, writeFile(t, "late.csv", win1252(t, b.String())), sources.CSVOptions{})
-	require.Equal(t, sources.EncodingWindows1252, r.Encoding())
+	// ASCII (so UTF-8) but for one stray line: UTF-8, the stray line decoded as Windows-1252
+	// with a warning.
+	require.Equal(t, sources.EncodingUTF8, r.Encoding())
 	rows := readAll(t, r)
 	require.Len(t, rows, 20001)
 	require.Equal(t, []string{"last@example.com", "Tromsø"}, rows[20000].values)
+	n, warnings := r.Warnings()
+	require.Equal(t, int64(1), n)
+	require.Equal(t, 20002, warnings[0].Line)
 }
 
 // The header of a Google Contacts export (UTF-8, comma), with a multi-line address.
@@ -307,7 +312,7 @@ func TestCSVOptions(t *testing.T) {
 	t.Run("invalid UTF-8 in a file said to be UTF-8", func(t *testing.T) {
 		t.Parallel()
 		text := append([]byte("email,city\na@x.no,"), win1252(t, "Tromsø\nb@x.no,Oslo\n")...)
-		r := openCSV(t, writeFile(t, "bad.csv", text), sources.CSVOptions{Encoding: "utf-8"})
+		r := openCSV(t, writeFile(t, "bad.csv", text), sources.CSVOptions{Encoding: "utf-8", StrayLines: sources.StrayReject})
 		requireRows(t, []row{
 			{line: 2, errHas: "column 2: is not valid UTF-8"},
 			{line: 3, values: []string{"b@x.no", "Oslo"}},

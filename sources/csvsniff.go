@@ -71,14 +71,8 @@ func textEncoding(name string) (encoding.Encoding, string, error) {
 	return enc, canonical, nil
 }
 
-// validUTF8 reports whether everything r yields is valid UTF-8. It reads with a fixed
-// buffer, so it runs in constant memory whatever the size, and stops at the first invalid
-// sequence.
-func validUTF8(ctx context.Context, r io.Reader) (bool, error) {
-	return validUTF8Buffer(ctx, r, make([]byte, 256<<10))
-}
-
-// validUTF8Buffer is validUTF8 with the buffer given (at least utf8.UTFMax bytes).
+// validUTF8Buffer reports whether everything r yields is valid UTF-8, reading with buf (at
+// least utf8.UTFMax bytes).
 func validUTF8Buffer(ctx context.Context, r io.Reader, buf []byte) (bool, error) {
 	carry := 0
 	for {

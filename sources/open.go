@@ -26,6 +26,9 @@ type Config struct {
 	// Encoding and Delimiter override what a CSV reader detects; "" = detect
 	// (see CSVOptions).
 	Encoding, Delimiter string
+	// StrayLines is what becomes of values that are not UTF-8 in a CSV file read as UTF-8:
+	// "" or StrayDecode, or StrayReject (see CSVOptions).
+	StrayLines string
 	// Sheet and SheetIndex choose the worksheet of an xlsx source (see XLSXOptions).
 	Sheet      string
 	SheetIndex int
@@ -79,7 +82,7 @@ func Open(ctx context.Context, cfg Config) (Reader, error) {
 	}
 	switch kind {
 	case KindCSV:
-		return OpenCSV(ctx, cfg.Path, CSVOptions{Encoding: cfg.Encoding, Delimiter: cfg.Delimiter, HeaderRow: cfg.HeaderRow})
+		return OpenCSV(ctx, cfg.Path, CSVOptions{Encoding: cfg.Encoding, Delimiter: cfg.Delimiter, HeaderRow: cfg.HeaderRow, StrayLines: cfg.StrayLines})
 	case KindXLSX:
 		return OpenXLSX(ctx, cfg.Path, XLSXOptions{Sheet: cfg.Sheet, SheetIndex: cfg.SheetIndex, HeaderRow: cfg.HeaderRow, IsHeader: cfg.IsHeader})
 	case KindSQL:

@@ -54,8 +54,11 @@ type SQLOptions struct {
 // "2024-01-31T13:45:00" (with a time zone: in UTC, "2024-01-31T12:45:00Z"), numerics exact
 // ("1234.50"), booleans "true"/"false" (MySQL and SQLite store them as 1/0), NULL "".
 //
-// The query runs in a read-only transaction (for SQLite, on a connection with
-// PRAGMA query_only), so a query that writes fails. Rows are streamed from the server as
+// The query must be one SELECT (or WITH … SELECT) statement: [CheckReadQuery] refuses
+// anything else before it is sent. It also runs in a read-only transaction (for SQLite, on a
+// connection with PRAGMA query_only), so a query that writes fails; on MySQL and MariaDB a
+// read-only transaction does not stop DDL, which is why the check and a read-only database
+// user matter. Rows are streamed from the server as
 // Next is called; the result is never held in memory. Next's ctx cancels the query.
 type SQLReader struct {
 	src    rowSource
@@ -90,7 +93,12 @@ type rowSource interface {
 func OpenSQL(ctx context.Context, opts SQLOptions) (*SQLReader, error) {
 	r, err := openSQL(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open sql source (driver %s): %w", opts.Driver, secret.ScrubDSN(err, opts.Driver, opts.DSN))
+		never := neverSucceeds(err)
+		err = secret.ScrubDSN(err, opts.Driver, opts.DSN)
+		if never && !errors.Is(err, ErrQueryNeverSucceeds) {
+			err = fmt.Errorf("%w: %w", ErrQueryNeverSucceeds, err)
+		}
+		return nil, fmt.Errorf("open sql source (driver %s): %w", opts.Driver, err)
 	}
 	return r, nil
 }
@@ -105,6 +113,10 @@ func openSQL(ctx context.Context, opts SQLOptions) (_ *SQLReader, err error) {
 		return nil, errors.New("query: missing")
 	case opts.Watermark != "" && opts.WatermarkColumn == "":
 		return nil, errors.New("a watermark is given without a watermark column")
+	}
+	// Before connecting: a query that is not one read is never sent.
+	if err := CheckReadQuery(opts.Driver, opts.Query); err != nil {
+		return nil, err
 	}
 	r := &SQLReader{wmCol: -1, wm: opts.Watermark}
 	// The query lives until Close; each Next's ctx can cancel it (see Next).

@@ -172,8 +172,15 @@ func TestSQLReadOnly(t *testing.T) {
 			b.exec(t, db, "CREATE TABLE contacts (email VARCHAR(100))")
 			b.exec(t, db, "INSERT INTO contacts VALUES ('a@x.no')")
 			_, err := sources.OpenSQL(context.Background(), sources.SQLOptions{Driver: b.driver, DSN: dsn, Query: "DELETE FROM contacts RETURNING email"})
-			require.Error(t, err)
-			require.Regexp(t, `(?i)read.only|readonly`, err.Error())
+			require.ErrorIs(t, err, sources.ErrQueryRefused)
+			require.ErrorContains(t, err, "it uses DELETE")
+			if b.driver == "pgx" {
+				// A SELECT that writes passes the check; the read-only transaction stops it.
+				b.exec(t, db, "CREATE SEQUENCE s")
+				_, err := sources.OpenSQL(context.Background(), sources.SQLOptions{Driver: b.driver, DSN: dsn, Query: "SELECT nextval('s')"})
+				require.Regexp(t, `(?i)read.only`, err.Error())
+				require.ErrorIs(t, err, sources.ErrQueryNeverSucceeds)
+			}
 			var n int
 			require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM contacts").Scan(&n))
 			require.Equal(t, 1, n)
@@ -287,7 +294,8 @@ func TestSQLOpenErrors(t *testing.T) {
 		{"watermark without column", sources.SQLOptions{Driver: "sqlite", DSN: dsn, Query: "SELECT email FROM contacts", Watermark: "5"}, "without a watermark column"},
 		{"watermark column not in the query", sources.SQLOptions{Driver: "sqlite", DSN: dsn, Query: "SELECT email FROM contacts", WatermarkColumn: "updated_at"}, `watermark column "updated_at" is not a column of the query ("email")`},
 		{"watermark column not in the query, with a watermark", sources.SQLOptions{Driver: "sqlite", DSN: dsn, Query: "SELECT email FROM contacts", WatermarkColumn: "updated_at", Watermark: "1"}, `watermark column "updated_at" is not a column of the query ("email")`},
-		{"a syntax error", sources.SQLOptions{Driver: "sqlite", DSN: dsn, Query: "SELEKT email FROM contacts"}, "query: "},
+		{"a syntax error", sources.SQLOptions{Driver: "sqlite", DSN: dsn, Query: "SELEKT email FROM contacts"}, "it starts with SELEKT, not SELECT or WITH"},
+		{"a missing table", sources.SQLOptions{Driver: "sqlite", DSN: dsn, Query: "SELECT email FROM kontakter"}, "query: "},
 		{"an unknown driver", sources.SQLOptions{Driver: "oracle", DSN: "x", Query: "SELECT 1"}, `unknown driver "oracle"`},
 	}
 	for _, tt := range tests {

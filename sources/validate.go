@@ -48,6 +48,10 @@ func (c Config) Validate() error {
 		if kind == KindXLSX {
 			only("Encoding", KindCSV, c.Encoding != "")
 			only("Delimiter", KindCSV, c.Delimiter != "")
+			only("StrayLines", KindCSV, c.StrayLines != "")
+		}
+		if c.StrayLines != "" && c.StrayLines != StrayDecode && c.StrayLines != StrayReject {
+			p.Add("StrayLines", c.StrayLines, "want %q or %q", StrayDecode, StrayReject)
 		}
 		if c.Encoding != "" {
 			if _, _, err := textEncoding(c.Encoding); err != nil {
@@ -72,9 +76,12 @@ func (c Config) Validate() error {
 		}
 		if strings.TrimSpace(c.Query) == "" {
 			p.Add("Query", "", "missing: the SELECT that reads the contacts")
+		} else if err := CheckReadQuery(c.Driver, c.Query); err != nil {
+			p.Add("Query", c.Query, "%v", err)
 		}
 		only("Path", "csv or xlsx", c.Path != "")
 		only("Encoding", KindCSV, c.Encoding != "")
+		only("StrayLines", KindCSV, c.StrayLines != "")
 		only("Delimiter", KindCSV, c.Delimiter != "")
 		only("Sheet", KindXLSX, c.Sheet != "")
 		only("HeaderRow", "csv or xlsx", c.HeaderRow != 0)

@@ -1,0 +1,65 @@
+package jobs_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/state"
+)
+
+// TestSQLSourceNeverSucceedsFailsAtOnce: a source query that can never succeed (a write, a
+// syntax error, a missing table) fails the import or sync at its first attempt, and Wait
+// returns; the table is left as it was.
+func TestSQLSourceNeverSucceedsFailsAtOnce(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend)
+		dsn := filepath.Join(t.TempDir(), "crm.db")
+		db, err := sql.Open("sqlite", dsn)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		_, err = db.Exec("CREATE TABLE src (email TEXT); INSERT INTO src VALUES ('a@example.com')")
+		require.NoError(t, err)
+
+		cases := map[string]string{
+			"drop":          "DROP TABLE src",
+			"two":           "SELECT email FROM src; DROP TABLE src",
+			"syntax":        "SELECT email FROM src WHERE",
+			"missing table": "SELECT email FROM kontakter",
+		}
+		b.cfg.Sources = map[string]sources.Config{}
+		for name, q := range cases {
+			b.cfg.Sources[name] = sources.Config{Kind: sources.KindSQL, Driver: "sqlite", DSN: dsn, Query: q}
+			b.cfg.Syncs = append(b.cfg.Syncs, jobs.SyncSpec{Name: name, ListID: b.listID,
+				Source: sources.Config{Kind: sources.KindSQL, Driver: "sqlite", DSN: dsn, Query: q}})
+		}
+		rt := b.open(t)
+		for name := range cases {
+			id, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Source: name, ListID: b.listID})
+			require.NoError(t, err)
+			run, err := rt.Wait(ctx, id, nil)
+			require.ErrorIs(t, err, jobs.ErrRunFailed, name)
+			require.Equal(t, state.RunFailed, run.State, name)
+			require.Equal(t, 1, run.Attempts, name)
+			require.Contains(t, run.Error, "sql source", name)
+
+			id, err = rt.EnqueueSync(ctx, name, true)
+			require.NoError(t, err)
+			run, err = rt.Wait(ctx, id, nil)
+			require.ErrorIs(t, err, jobs.ErrRunFailed, name)
+			require.Equal(t, 1, run.Attempts, name)
+		}
+		var n int
+		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM src").Scan(&n))
+		require.Equal(t, 1, n)
+		require.Empty(t, b.emu.ListSubscribers(b.listID))
+	})
+}
