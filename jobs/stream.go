@@ -161,7 +161,7 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 				lines = append(lines, rw.Line)
 			}
 			a.log.WarnContext(ctx, "values that were not valid UTF-8 were read as Windows-1252: check these lines",
-				"values", n, "lines", lines)
+				slog.Int64("values", n), slog.Any("lines", lines))
 		}
 	}
 	if w, ok := r.(interface{ Watermark() string }); ok {

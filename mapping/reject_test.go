@@ -19,7 +19,7 @@ func TestRejectCodeFromRowErrorCause(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "contacts.csv")
 	require.NoError(t, os.WriteFile(path, []byte("email,name\na@x.no,J\xf8rn\nb@x.no,Ola,extra\n"), 0o600))
-	r, err := sources.OpenCSV(context.Background(), path, sources.CSVOptions{Encoding: "utf-8"})
+	r, err := sources.OpenCSV(context.Background(), path, sources.CSVOptions{Encoding: "utf-8", StrayLines: sources.StrayReject})
 	require.NoError(t, err)
 	defer r.Close()
 	for _, want := range []string{CodeInvalidEncoding, CodeRowUnreadable} {

@@ -43,7 +43,7 @@ func TestRowErrorCauses(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 
 	path = writeFile(t, "latin1.csv", []byte("email,name\nc@x.no,J\xf8rn\nd@x.no,Bin\x00ary\n"))
-	r, err = sources.OpenCSV(context.Background(), path, sources.CSVOptions{Encoding: "utf-8"})
+	r, err = sources.OpenCSV(context.Background(), path, sources.CSVOptions{Encoding: "utf-8", StrayLines: sources.StrayReject})
 	require.NoError(t, err)
 	defer r.Close()
 	for _, cause := range []error{sources.ErrInvalidUTF8, sources.ErrBinary} {
