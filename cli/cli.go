@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -65,6 +64,7 @@ type app struct {
 	root    *cobra.Command
 	log     *slog.Logger
 	cfg     *config.Config
+	looked  []string // where config looked for a file, when it found none
 	started bool // a command's RunE began: errors from here on are not usage errors
 }
 
@@ -156,7 +156,8 @@ SUBSYNC_API_KEY, SUBSYNC_USER_ID, SUBSYNC_DATABASE_URL.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVarP(&a.configPath, "config", "c", config.DefaultPath, "configuration file (TOML)")
+	pf.StringVarP(&a.configPath, "config", "c", "", "configuration file (TOML); default: $SUBSYNC_CONFIG, else the first of "+
+		"./subsync.toml, $XDG_CONFIG_HOME/subsync/subsync.toml, "+config.SystemPath+" that exists")
 	pf.StringVar(&a.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text or json")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 
@@ -203,17 +204,24 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// config loads the configuration once. Without --config, a missing subsync.toml means a
-// configuration from defaults and the environment alone.
+// config loads the configuration once, from the file [config.Find] finds. With no file
+// found, the configuration comes from defaults and the environment alone (enough to call the
+// service); commands that keep state refuse to run without a file (see jobsConfig).
 func (a *app) config() (*config.Config, error) {
 	if a.cfg != nil {
 		return a.cfg, nil
 	}
-	explicit := a.root.PersistentFlags().Changed("config")
-	cfg, err := config.Load(a.configPath, a.getenv)
-	if err != nil && !explicit && errors.Is(err, fs.ErrNotExist) {
-		a.log.Debug("no configuration file: using defaults and the environment", "path", a.configPath)
+	path, looked, err := config.Find(a.configPath, a.getenv)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	var cfg *config.Config
+	if path == "" {
+		a.looked = looked
+		a.log.Debug("no configuration file: using defaults and the environment", "looked_in", looked)
 		cfg, err = config.Parse("", nil, a.getenv)
+	} else {
+		cfg, err = config.Load(path, a.getenv)
 	}
 	if err != nil {
 		var ce *config.Error
@@ -224,6 +232,14 @@ func (a *app) config() (*config.Config, error) {
 	}
 	a.cfg = cfg
 	return cfg, nil
+}
+
+// errNoConfig is the usage error of a command that keeps state (the queue, run history)
+// when no configuration file was found: it never creates a data directory on a guess.
+func (a *app) errNoConfig() error {
+	return usagef("no configuration file found (looked in %s): this command keeps its queue and run history "+
+		"in the database of a configuration; create one (cp config.example.toml subsync.toml), or name it with "+
+		"--config FILE or %s", strings.Join(a.looked, ", "), config.EnvConfig)
 }
 
 // client returns a subscriber service client for the configuration.

@@ -378,3 +378,42 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 	}
 	walk(a.rootCommand())
 }
+
+func TestStateCommandWithoutConfigurationCreatesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	a := newApp(strings.NewReader(""), &out, &errb)
+	env := map[string]string{"XDG_CONFIG_HOME": dir}
+	a.getenv = func(k string) string { return env[k] }
+	a.isTerminal = func(any) bool { return false }
+	code := a.main(context.Background(), []string{"runs"})
+	require.Equal(t, ExitUsage, code, errb.String())
+	require.Contains(t, errb.String(), "no configuration file found")
+	_, err := os.Stat("data")
+	require.ErrorIs(t, err, os.ErrNotExist, "no data directory is created")
+}
+
+func TestConfigPathFollowsDiscoveryOrder(t *testing.T) {
+	t.Parallel()
+	xdg := t.TempDir()
+	file := filepath.Join(xdg, "subsync", "subsync.toml")
+	require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+	require.NoError(t, os.WriteFile(file, []byte("[api]\n"), 0o600))
+	named := filepath.Join(t.TempDir(), "named.toml")
+	require.NoError(t, os.WriteFile(named, []byte("[api]\n"), 0o600))
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"XDG_CONFIG_HOME": xdg}, file},
+		{map[string]string{"XDG_CONFIG_HOME": xdg, config.EnvConfig: named}, named},
+	} {
+		var out, errb bytes.Buffer
+		a := newApp(strings.NewReader(""), &out, &errb)
+		a.getenv = func(k string) string { return tt.env[k] }
+		a.isTerminal = func(any) bool { return false }
+		require.Equal(t, ExitOK, a.main(context.Background(), []string{"config", "path"}), errb.String())
+		require.Equal(t, tt.want+"\n", out.String())
+	}
+}

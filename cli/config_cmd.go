@@ -2,9 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/subsync/subsync/config"
 )
 
 func (a *app) configCommand() *cobra.Command {
@@ -65,6 +68,29 @@ each naming the key, the value and the reason; the exit code is 2 when there is 
 		}),
 	}
 	jsonFlag(show, &asJSON)
-	cmd.AddCommand(check, show)
+	path := &cobra.Command{
+		Use:   "path",
+		Short: "Print the configuration file in use",
+		Long: `Print the configuration file subsync reads: --config, else $SUBSYNC_CONFIG, else the first
+of ./subsync.toml, $XDG_CONFIG_HOME/subsync/subsync.toml ($HOME/.config when unset) and
+/etc/subsync/subsync.toml that exists. With none, it says where it looked and exits 2.`,
+		Example: `  subsync config path`,
+		Args:    cobra.NoArgs,
+		RunE: a.run(func(*cobra.Command, []string) error {
+			p, looked, err := config.Find(a.configPath, a.getenv)
+			if err != nil {
+				return &usageError{err}
+			}
+			if p == "" {
+				return usagef("no configuration file found (looked in %s)", strings.Join(looked, ", "))
+			}
+			if abs, err := filepath.Abs(p); err == nil {
+				p = abs
+			}
+			_, err = fmt.Fprintln(a.stdout, p)
+			return err
+		}),
+	}
+	cmd.AddCommand(check, show, path)
 	return cmd
 }

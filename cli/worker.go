@@ -20,6 +20,9 @@ func (a *app) jobsConfig(needAPI bool) (jobs.Config, error) {
 	if err != nil {
 		return jobs.Config{}, err
 	}
+	if cfg.Path == "" && cfg.Database.URL == "" {
+		return jobs.Config{}, a.errNoConfig()
+	}
 	if needAPI {
 		if err := cfg.CheckCredentials(); err != nil {
 			return jobs.Config{}, err
