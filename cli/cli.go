@@ -65,7 +65,7 @@ type app struct {
 	log     *slog.Logger
 	cfg     *config.Config
 	looked  []string // where config looked for a file, when it found none
-	started bool // a command's RunE began: errors from here on are not usage errors
+	started bool     // a command's RunE began: errors from here on are not usage errors
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
