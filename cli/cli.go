@@ -25,6 +25,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -60,6 +61,8 @@ type app struct {
 	configPath string
 	logFormat  string
 	logLevel   string
+	// serviceTimeout bounds an interactive command's calls to the service.
+	serviceTimeout time.Duration
 
 	root    *cobra.Command
 	log     *slog.Logger
@@ -160,6 +163,8 @@ SUBSYNC_API_KEY, SUBSYNC_USER_ID, SUBSYNC_DATABASE_URL.`,
 		"./subsync.toml, $XDG_CONFIG_HOME/subsync/subsync.toml, "+config.SystemPath+" that exists")
 	pf.StringVar(&a.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text or json")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.DurationVar(&a.serviceTimeout, "service-timeout", serviceTimeoutDefault,
+		"how long an interactive command (lists ls, import --wait, preview --sync) waits for the service before it gives up")
 
 	root.AddCommand(
 		a.configCommand(),

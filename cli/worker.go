@@ -196,6 +196,13 @@ func (a *app) queued(ctx context.Context, rt *jobs.Runtime, jobID int64, wait, a
 	p := a.newProgress(ctx)
 	run, err := rt.Wait(ctx, jobID, p.update)
 	p.done()
+	if ctx.Err() != nil {
+		// Interrupted (Ctrl-C): the job this command queued must not stay behind.
+		if cerr := rt.CancelJob(context.WithoutCancel(ctx), jobID); cerr != nil {
+			return fmt.Errorf("interrupted; cancelling job %d: %w", jobID, cerr)
+		}
+		return fmt.Errorf("interrupted: job %d cancelled", jobID)
+	}
 	if run.ID != 0 {
 		if perr := a.printRun(run, asJSON); perr != nil && err == nil {
 			err = perr
