@@ -17,6 +17,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -302,12 +303,32 @@ func buildVersion() string {
 
 func (a *app) versionCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print the version of subsync",
+		Use:   "version",
+		Short: "Print the version of subsync: module version and VCS revision",
+		Long: `Print the version of subsync, then the module version and the VCS revision (with its
+time, and "modified" for a build from a changed work tree) from the binary's build info.`,
 		Example: `  subsync version`,
 		Args:    cobra.NoArgs,
 		RunE: a.run(func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(a.stdout, "subsync", a.version)
+			var b strings.Builder
+			fmt.Fprintln(&b, "subsync", a.version)
+			if info, ok := debug.ReadBuildInfo(); ok {
+				fmt.Fprintf(&b, "module:   %s %s\n", info.Main.Path, cmp.Or(info.Main.Version, "(unknown)"))
+				settings := map[string]string{}
+				for _, s := range info.Settings {
+					settings[s.Key] = s.Value
+				}
+				rev := cmp.Or(settings["vcs.revision"], "unknown (built without VCS information)")
+				if t := settings["vcs.time"]; t != "" {
+					rev += " (" + t + ")"
+				}
+				if settings["vcs.modified"] == "true" {
+					rev += " modified"
+				}
+				fmt.Fprintf(&b, "revision: %s\n", rev)
+				fmt.Fprintf(&b, "go:       %s\n", info.GoVersion)
+			}
+			_, err := fmt.Fprint(a.stdout, b.String())
 			return err
 		}),
 	}
