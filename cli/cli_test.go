@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
@@ -416,4 +417,15 @@ func TestConfigPathFollowsDiscoveryOrder(t *testing.T) {
 		require.Equal(t, ExitOK, a.main(context.Background(), []string{"config", "path"}), errb.String())
 		require.Equal(t, tt.want+"\n", out.String())
 	}
+}
+
+func TestDurationsReadable(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	log, err := newLogger(&b, logJSON, "info", false)
+	require.NoError(t, err)
+	log.Info("x", "took", 1500*time.Millisecond)
+	require.Contains(t, b.String(), `"took":"1.5s"`)
+	require.Equal(t, "342ms", formatDuration(342*time.Millisecond+400*time.Microsecond))
+	require.Equal(t, "2m5s", formatDuration(125*time.Second+300*time.Millisecond))
 }

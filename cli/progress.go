@@ -35,7 +35,7 @@ func (p *progress) update(pr jobs.Progress) {
 		if pr.State != p.state || time.Since(p.logged) >= progressLogEvery {
 			p.state, p.logged = pr.State, time.Now()
 			p.a.log.InfoContext(p.ctx, "progress", "job_id", pr.JobID, "run_id", pr.RunID, "state", pr.State,
-				"rows", pr.Rows, "total_rows", pr.TotalRows, "sent", pr.Counts.Sent, "rejected", pr.Counts.Rejected)
+				"rows", pr.Rows, "total_rows", pr.TotalRows, "bytes", pr.Bytes, "total_bytes", pr.TotalBytes, "sent", pr.Counts.Sent, "rejected", pr.Counts.Rejected)
 		}
 		return
 	}
@@ -64,6 +64,8 @@ func (p *progress) newBar(pr jobs.Progress) *progressbar.ProgressBar {
 		progressbar.OptionThrottle(200 * time.Millisecond),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionShowDescriptionAtLineEnd(),
+		progressbar.OptionShowIts(),            // rows/s (bytes/s when counting bytes)
+		progressbar.OptionSetPredictTime(true), // ETA
 	}
 	switch {
 	case pr.TotalRows > 0:
