@@ -24,6 +24,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -93,6 +94,7 @@ func (a *app) main(ctx context.Context, args []string) int {
 		return ExitOK
 	}
 	code := a.exitCode(err)
+	err = withSuggestion(cmd, err)
 	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
 		fmt.Fprintf(a.stderr, "subsync: %s\n", line)
 	}
@@ -113,6 +115,24 @@ func (a *app) exitCode(err error) int {
 		return ExitUsage
 	}
 	return ExitFailure
+}
+
+var unknownCommandRE = regexp.MustCompile(`^unknown command "([^"]*)" for`)
+
+// withSuggestion adds "did you mean …?" to an unknown (sub)command, as cobra does only for
+// the root with arbitrary arguments.
+func withSuggestion(cmd *cobra.Command, err error) error {
+	m := unknownCommandRE.FindStringSubmatch(err.Error())
+	if m == nil || cmd == nil || strings.Contains(err.Error(), "Did you mean") {
+		return err
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(m[1]); len(s) > 0 {
+		return fmt.Errorf("%w (did you mean %s?)", err, strings.Join(s, " or "))
+	}
+	return err
 }
 
 // usageError marks an error as the user's to fix before the command can run (exit 2).

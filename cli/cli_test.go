@@ -289,6 +289,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--log-format", "xml", "lists", "ls"}, `--log-format "xml": want auto, text or json`},
 		{[]string{"--log-level", "loud", "lists", "ls"}, `--log-level "loud"`},
 		{[]string{"demo", "extra"}, `unknown command "extra" for "subsync demo"`},
+		{[]string{"imprt"}, `unknown command "imprt" for "subsync" (did you mean import?)`},
+		{[]string{"lists", "sl"}, `(did you mean ls?)`},
 	}
 	for _, tt := range tests {
 		r := h.run("", tt.args...)
