@@ -216,3 +216,21 @@ func TestImportRefusedBeforeQueueing(t *testing.T) {
 	require.Empty(t, decode[[]runJSON](t, h.ok("runs", "--json")), "no run recorded")
 	require.Empty(t, decode[[]jobJSON](t, h.ok("jobs", "ls", "--json")), "nothing queued")
 }
+
+func TestImportOutlookExportMapsHomeAddress(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	list := h.srv.CreateList("Members")
+	file := filepath.Join(h.dir, "outlook.csv")
+	require.NoError(t, os.WriteFile(file, []byte("First Name,E-mail Address,Business Street,Business City,Business Postal Code,Home Street,Home City,Home Postal Code\n"+
+		"Ada,ada@example.com,,,,Storgata 1,Oslo,0155\n"), 0o600))
+	r := h.run("", "preview", file)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, `address: column "Home Street" chosen (a value in 1 of 1 sampled rows); alternatives: Business Street`)
+	h.ok("import", file, "--list", fmt.Sprint(list), "--wait")
+	ada, ok := h.srv.SubscriberByEmail("ada@example.com")
+	require.True(t, ok)
+	require.Equal(t, "Storgata 1", ada.Fields["address"])
+	require.Equal(t, "Oslo", ada.Fields["city"])
+	require.Equal(t, "0155", ada.Fields["zip"])
+}
