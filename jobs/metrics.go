@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -95,8 +96,10 @@ func (m *metrics) runFinished(kind string, outcome state.RunState, d time.Durati
 	m.runs.WithLabelValues(kind, string(outcome)).Observe(d.Seconds())
 }
 
-// Handler serves /metrics (Prometheus) and /healthz (200 "ok" when the database answers,
-// 503 otherwise).
+// Handler serves /metrics (Prometheus) and /healthz: 200 "ok" when the database answers and
+// the subscriber service answered its last request; 503 naming what is wrong otherwise
+// ("database unavailable", or "subscriber service unreachable at <api.base_url>: <error>"
+// while the worker retries).
 func (rt *Runtime) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(rt.metrics.reg, promhttp.HandlerOpts{}))
@@ -107,6 +110,11 @@ func (rt *Runtime) Handler() http.Handler {
 		if err := rt.store.Ping(ctx); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte("database unavailable\n"))
+			return
+		}
+		if err := rt.service.unreachable(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintf(w, "subscriber service unreachable at %s: %v\n", rt.cfg.Sink.BaseURL, err)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))
