@@ -37,7 +37,7 @@ type Runtime struct {
 	sinkErr  error
 	workerID string
 
-	service  serviceHealth
+	service serviceHealth
 
 	mu       sync.Mutex
 	working  bool          // the River client is started (by Run or Wait)
