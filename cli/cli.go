@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"regexp"
 	"runtime/debug"
@@ -95,6 +96,10 @@ func (a *app) main(ctx context.Context, args []string) int {
 	}
 	code := a.exitCode(err)
 	err = withSuggestion(cmd, err)
+	var apiErr *sink.APIError
+	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized && !strings.Contains(err.Error(), credentialHint) {
+		err = fmt.Errorf("%w (%s)", err, credentialHint)
+	}
 	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
 		fmt.Fprintf(a.stderr, "subsync: %s\n", line)
 	}

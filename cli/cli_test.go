@@ -431,3 +431,14 @@ func TestDurationsReadable(t *testing.T) {
 	require.Equal(t, "342ms", formatDuration(342*time.Millisecond+400*time.Microsecond))
 	require.Equal(t, "2m5s", formatDuration(125*time.Second+300*time.Millisecond))
 }
+
+func TestUnauthorizedNamesTheCredentials(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	h.env[config.EnvAPIKey] = "wrong"
+	for _, args := range [][]string{{"lists", "ls"}, {"fields", "ls"}} {
+		r := h.run("", args...)
+		require.Equal(t, ExitFailure, r.code, r.stderr)
+		require.Contains(t, r.stderr, credentialHint, args)
+	}
+}
