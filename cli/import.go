@@ -50,7 +50,12 @@ the rows that were not sent, with the reason.
 With --dry-run nothing is queued or sent: the file (or source) is read, mapped and checked
 against the suppression list here and now, and the command prints how many rows would be
 sent (per status), suppressed, duplicates and rejected; --plan FILE writes one CSV line per
-source row. A list that does not exist fails the import (and the dry run) at once.`,
+source row.
+
+Refused before anything is queued (exit 2, no run recorded): a missing file, a directory,
+an Excel 97-2003 .xls, an unreadable --mapping, a list the service does not have (asked
+once, within --service-timeout). With --wait, a service that cannot be reached fails the
+command then, naming api.base_url and the cause; Ctrl-C while waiting cancels the job.`,
 		Example: `  subsync import contacts.csv --list 12 --wait
   subsync import members.xlsx --sheet Members --list 12 --mapping members.mapping.toml
   subsync import /mnt/share/export.csv --list 12 --shared-path
