@@ -17,15 +17,18 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -39,11 +42,10 @@ const (
 	ExitOK      = 0 // success
 	ExitFailure = 1 // the command ran and failed
 	// ExitUsage: bad usage or invalid configuration, the command did not start; a service
-	// manager should not restart it (systemd: RestartPreventExitStatus=78). It is 78,
-	// EX_CONFIG of sysexits.h, and not 2: the Go runtime exits 2 on a fatal error (out of
-	// memory, stack overflow) and on an unrecovered panic, which must not read as a
-	// configuration error.
-	ExitUsage = 78
+	// manager should not restart it (systemd: RestartPreventExitStatus=2). The Go runtime
+	// also exits 2 on a fatal error (out of memory, stack overflow): telling the two apart
+	// is open (issue 19, point 7).
+	ExitUsage = 2
 )
 
 // Main runs the subsync command line with args (without the program name) and returns the
@@ -66,11 +68,14 @@ type app struct {
 	configPath string
 	logFormat  string
 	logLevel   string
+	// serviceTimeout bounds an interactive command's calls to the service.
+	serviceTimeout time.Duration
 
 	root    *cobra.Command
 	log     *slog.Logger
 	cfg     *config.Config
-	started bool // a command's RunE began: errors from here on are not usage errors
+	looked  []string // where config looked for a file, when it found none
+	started bool     // a command's RunE began: errors from here on are not usage errors
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -94,6 +99,11 @@ func (a *app) main(ctx context.Context, args []string) int {
 		return ExitOK
 	}
 	code := a.exitCode(err)
+	err = withSuggestion(cmd, err)
+	var apiErr *sink.APIError
+	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized && !strings.Contains(err.Error(), credentialHint) {
+		err = fmt.Errorf("%w (%s)", err, credentialHint)
+	}
 	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
 		fmt.Fprintf(a.stderr, "subsync: %s\n", line)
 	}
@@ -114,6 +124,24 @@ func (a *app) exitCode(err error) int {
 		return ExitUsage
 	}
 	return ExitFailure
+}
+
+var unknownCommandRE = regexp.MustCompile(`^unknown command "([^"]*)" for`)
+
+// withSuggestion adds "did you mean …?" to an unknown (sub)command, as cobra does only for
+// the root with arbitrary arguments.
+func withSuggestion(cmd *cobra.Command, err error) error {
+	m := unknownCommandRE.FindStringSubmatch(err.Error())
+	if m == nil || cmd == nil || strings.Contains(err.Error(), "Did you mean") {
+		return err
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(m[1]); len(s) > 0 {
+		return fmt.Errorf("%w (did you mean %s?)", err, strings.Join(s, " or "))
+	}
+	return err
 }
 
 // usageError marks an error as the user's to fix before the command can run (exit 2).
@@ -161,9 +189,12 @@ SUBSYNC_API_KEY, SUBSYNC_USER_ID, SUBSYNC_DATABASE_URL.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVarP(&a.configPath, "config", "c", config.DefaultPath, "configuration file (TOML)")
+	pf.StringVarP(&a.configPath, "config", "c", "", "configuration file (TOML); default: $SUBSYNC_CONFIG, else the first of "+
+		"./subsync.toml, $XDG_CONFIG_HOME/subsync/subsync.toml, "+config.SystemPath+" that exists")
 	pf.StringVar(&a.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text or json")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.DurationVar(&a.serviceTimeout, "service-timeout", serviceTimeoutDefault,
+		"how long an interactive command (lists ls, import --wait, preview --sync) waits for the service before it gives up")
 
 	root.AddCommand(
 		a.configCommand(),
@@ -211,17 +242,24 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// config loads the configuration once. Without --config, a missing subsync.toml means a
-// configuration from defaults and the environment alone.
+// config loads the configuration once, from the file [config.Find] finds. With no file
+// found, the configuration comes from defaults and the environment alone (enough to call the
+// service); commands that keep state refuse to run without a file (see jobsConfig).
 func (a *app) config() (*config.Config, error) {
 	if a.cfg != nil {
 		return a.cfg, nil
 	}
-	explicit := a.root.PersistentFlags().Changed("config")
-	cfg, err := config.Load(a.configPath, a.getenv)
-	if err != nil && !explicit && errors.Is(err, fs.ErrNotExist) {
-		a.log.Debug("no configuration file: using defaults and the environment", slog.String("path", a.configPath))
+	path, looked, err := config.Find(a.configPath, a.getenv)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	var cfg *config.Config
+	if path == "" {
+		a.looked = looked
+		a.log.Debug("no configuration file: using defaults and the environment", slog.Any("looked_in", looked))
 		cfg, err = config.Parse("", nil, a.getenv)
+	} else {
+		cfg, err = config.Load(path, a.getenv)
 	}
 	if err != nil {
 		var ce *config.Error
@@ -232,6 +270,14 @@ func (a *app) config() (*config.Config, error) {
 	}
 	a.cfg = cfg
 	return cfg, nil
+}
+
+// errNoConfig is the usage error of a command that keeps state (the queue, run history)
+// when no configuration file was found: it never creates a data directory on a guess.
+func (a *app) errNoConfig() error {
+	return usagef("no configuration file found (looked in %s): this command keeps its queue and run history "+
+		"in the database of a configuration; create one (cp config.example.toml subsync.toml), or name it with "+
+		"--config FILE or %s", strings.Join(a.looked, ", "), config.EnvConfig)
 }
 
 // client returns a subscriber service client for the configuration.
@@ -289,12 +335,32 @@ func buildVersion() string {
 
 func (a *app) versionCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print the version of subsync",
+		Use:   "version",
+		Short: "Print the version of subsync: module version and VCS revision",
+		Long: `Print the version of subsync, then the module version and the VCS revision (with its
+time, and "modified" for a build from a changed work tree) from the binary's build info.`,
 		Example: `  subsync version`,
 		Args:    cobra.NoArgs,
 		RunE: a.run(func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(a.stdout, "subsync", a.version)
+			var b strings.Builder
+			fmt.Fprintln(&b, "subsync", a.version)
+			if info, ok := debug.ReadBuildInfo(); ok {
+				fmt.Fprintf(&b, "module:   %s %s\n", info.Main.Path, cmp.Or(info.Main.Version, "(unknown)"))
+				settings := map[string]string{}
+				for _, s := range info.Settings {
+					settings[s.Key] = s.Value
+				}
+				rev := cmp.Or(settings["vcs.revision"], "unknown (built without VCS information)")
+				if t := settings["vcs.time"]; t != "" {
+					rev += " (" + t + ")"
+				}
+				if settings["vcs.modified"] == "true" {
+					rev += " modified"
+				}
+				fmt.Fprintf(&b, "revision: %s\n", rev)
+				fmt.Fprintf(&b, "go:       %s\n", info.GoVersion)
+			}
+			_, err := fmt.Fprint(a.stdout, b.String())
 			return err
 		}),
 	}

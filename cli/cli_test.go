@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
@@ -312,6 +313,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--log-format", "xml", "lists", "ls"}, `--log-format "xml": want auto, text or json`},
 		{[]string{"--log-level", "loud", "lists", "ls"}, `--log-level "loud"`},
 		{[]string{"demo", "extra"}, `unknown command "extra" for "subsync demo"`},
+		{[]string{"imprt"}, `unknown command "imprt" for "subsync" (did you mean import?)`},
+		{[]string{"lists", "sl"}, `(did you mean ls?)`},
 	}
 	for _, tt := range tests {
 		r := h.run("", tt.args...)
@@ -421,4 +424,65 @@ func TestPreviewWorkbookWithNotesAndTitle(t *testing.T) {
 	require.NoError(t, f.Close())
 	out := h.ok("preview", path)
 	require.Contains(t, out, "kari@example.no")
+}
+
+func TestStateCommandWithoutConfigurationCreatesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	a := newApp(strings.NewReader(""), &out, &errb)
+	env := map[string]string{"XDG_CONFIG_HOME": dir}
+	a.getenv = func(k string) string { return env[k] }
+	a.isTerminal = func(any) bool { return false }
+	code := a.main(context.Background(), []string{"runs"})
+	require.Equal(t, ExitUsage, code, errb.String())
+	require.Contains(t, errb.String(), "no configuration file found")
+	_, err := os.Stat("data")
+	require.ErrorIs(t, err, os.ErrNotExist, "no data directory is created")
+}
+
+func TestConfigPathFollowsDiscoveryOrder(t *testing.T) {
+	t.Parallel()
+	xdg := t.TempDir()
+	file := filepath.Join(xdg, "subsync", "subsync.toml")
+	require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+	require.NoError(t, os.WriteFile(file, []byte("[api]\n"), 0o600))
+	named := filepath.Join(t.TempDir(), "named.toml")
+	require.NoError(t, os.WriteFile(named, []byte("[api]\n"), 0o600))
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"XDG_CONFIG_HOME": xdg}, file},
+		{map[string]string{"XDG_CONFIG_HOME": xdg, config.EnvConfig: named}, named},
+	} {
+		var out, errb bytes.Buffer
+		a := newApp(strings.NewReader(""), &out, &errb)
+		a.getenv = func(k string) string { return tt.env[k] }
+		a.isTerminal = func(any) bool { return false }
+		require.Equal(t, ExitOK, a.main(context.Background(), []string{"config", "path"}), errb.String())
+		require.Equal(t, tt.want+"\n", out.String())
+	}
+}
+
+func TestDurationsReadable(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	log, err := newLogger(&b, logJSON, "info", false)
+	require.NoError(t, err)
+	log.Info("x", "took", 1500*time.Millisecond)
+	require.Contains(t, b.String(), `"took":"1.5s"`)
+	require.Equal(t, "342ms", formatDuration(342*time.Millisecond+400*time.Microsecond))
+	require.Equal(t, "2m5s", formatDuration(125*time.Second+300*time.Millisecond))
+}
+
+func TestUnauthorizedNamesTheCredentials(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	h.env[config.EnvAPIKey] = "wrong"
+	for _, args := range [][]string{{"lists", "ls"}, {"fields", "ls"}} {
+		r := h.run("", args...)
+		require.Equal(t, ExitFailure, r.code, r.stderr)
+		require.Contains(t, r.stderr, credentialHint, args)
+	}
 }

@@ -2,14 +2,21 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
 )
 
 func (a *app) importCommand() *cobra.Command {
@@ -44,7 +51,12 @@ the rows that were not sent, with the reason.
 With --dry-run nothing is queued or sent: the file (or source) is read, mapped and checked
 against the suppression list here and now, and the command prints how many rows would be
 sent (per status), suppressed, duplicates and rejected; --plan FILE writes one CSV line per
-source row. A list that does not exist fails the import (and the dry run) at once.`,
+source row.
+
+Refused before anything is queued (exit 2, no run recorded): a missing file, a directory,
+an Excel 97-2003 .xls, an unreadable --mapping, a list the service does not have (asked
+once, within --service-timeout). With --wait, a service that cannot be reached fails the
+command then, naming api.base_url and the cause; Ctrl-C while waiting cancels the job.`,
 		Example: `  subsync import contacts.csv --list 12 --wait
   subsync import members.xlsx --sheet Members --list 12 --mapping members.mapping.toml
   subsync import /mnt/share/export.csv --list 12 --shared-path
@@ -75,6 +87,11 @@ source row. A list that does not exist fails the import (and the dry run) at onc
 			if !slices.Contains([]string{"", "replace", "merge"}, tag) {
 				return usagef("--tag %q: want replace or merge", tag)
 			}
+			if file != "" {
+				if err := checkImportFile(file); err != nil {
+					return err
+				}
+			}
 			scfg, err := src.config(file)
 			if err != nil {
 				return err
@@ -83,7 +100,7 @@ source row. A list that does not exist fails the import (and the dry run) at onc
 			if mappingFile != "" {
 				s, err := mapping.LoadSpec(mappingFile)
 				if err != nil {
-					return &usageError{err}
+					return &usageError{fmt.Errorf("--mapping: %w", err)}
 				}
 				spec = &s
 			}
@@ -95,6 +112,12 @@ source row. A list that does not exist fails the import (and the dry run) at onc
 				if _, ok := cfg.Sources[sourceName]; !ok {
 					return usagef("--source %q: no [sources.%s] in %s", sourceName, sourceName, configName(cfg.Path))
 				}
+			}
+			if _, err := a.jobsConfig(false); err != nil {
+				return err // no configuration: refused before the list is asked for
+			}
+			if err := a.checkList(ctx, list, wait || dry.dryRun); err != nil {
+				return err
 			}
 			rt, err := a.runtime(ctx, wait || dry.dryRun)
 			if err != nil {
@@ -132,4 +155,67 @@ source row. A list that does not exist fails the import (and the dry run) at onc
 	dry.add(cmd)
 	jsonFlag(cmd, &asJSON)
 	return cmd
+}
+
+// checkImportFile refuses, before anything is queued, a file the import could not read: one
+// that does not exist, a directory, an unreadable file, or an Excel 97-2003 workbook.
+func checkImportFile(file string) error {
+	st, err := os.Stat(file)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return usagef("%s: %v", file, err)
+	}
+	if st.IsDir() {
+		return usagef("%s: is a directory: give a CSV or XLSX file", file)
+	}
+	if strings.EqualFold(filepath.Ext(file), ".xls") {
+		return usagef("%s: an Excel 97-2003 workbook (.xls) is not supported: save it as .xlsx or CSV", file)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return usagef("%s: %v", file, err)
+	}
+	return f.Close()
+}
+
+// checkList asks the service once whether the list exists, within --service-timeout. A list
+// that does not exist is the user's to fix (exit 2). When the service cannot be asked, a run
+// that is followed here (--wait, --dry-run) fails now, naming api.base_url; a plain queueing
+// goes on with a warning, for a worker elsewhere may reach the service. Without credentials
+// on this machine (a machine that only queues), the check is left to the run.
+func (a *app) checkList(ctx context.Context, list int64, follow bool) error {
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	if cfg.CheckCredentials() != nil && !follow {
+		return nil
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	cctx, cancel := a.interactive(ctx)
+	defer cancel()
+	_, err = c.List(cctx, list)
+	var apiErr *sink.APIError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusNotFound:
+		return usagef("--list %d: the service has no such list (subsync lists ls shows them)", list)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case follow:
+		return fmt.Errorf("check list %d: %w", list, a.explainService(err))
+	}
+	a.log.WarnContext(ctx, "could not check the list; queueing the import anyway", "list_id", list, "error", a.explainService(err))
+	return nil
 }

@@ -28,9 +28,11 @@ func (a *app) listsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			lists, err := c.Lists(cmd.Context())
+			ctx, cancel := a.interactive(cmd.Context())
+			defer cancel()
+			lists, err := c.Lists(ctx)
 			if err != nil {
-				return fmt.Errorf("list lists: %w", err)
+				return fmt.Errorf("list lists: %w", a.explainService(err))
 			}
 			if asJSON {
 				if lists == nil {

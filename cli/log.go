@@ -20,7 +20,7 @@ func newLogger(w io.Writer, format, level string, terminal bool) (*slog.Logger, 
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: durationString}
 	switch format {
 	case logAuto:
 		if terminal {
@@ -33,4 +33,13 @@ func newLogger(w io.Writer, format, level string, terminal bool) (*slog.Logger, 
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want auto, text or json", format)
+}
+
+// durationString writes durations as people read them ("1.5s", "2m0s"), not as nanoseconds,
+// in both formats.
+func durationString(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }

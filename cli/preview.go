@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -139,7 +140,17 @@ fields a mapping names.`,
 				return fmt.Errorf("open %s: %w", args[0], err)
 			}
 			defer r.Close()
-			spec, _ = spec.WithAuto(r.Header())
+			var sample [][]string
+			if len(spec.Columns) == 0 && mapping.Ambiguous(r.Header()) && scfg.Kind != "sql" {
+				if sample, err = jobs.SampleRows(ctx, scfg, 200); err != nil {
+					return fmt.Errorf("open %s: %w", args[0], err)
+				}
+			}
+			spec, _, choices := spec.WithAutoSampled(r.Header(), sample)
+			for _, c := range choices {
+				fmt.Fprintf(a.stderr, "%s: column %q chosen (a value in %d of %d sampled rows); alternatives: %s\n",
+					c.Target, c.Column, c.Filled, len(sample), strings.Join(c.Alternatives, ", "))
+			}
 			fields, err := mapping.ResolveDryRun(ctx, lazyFields{a}, spec)
 			if err != nil {
 				return mappingError(err)

@@ -36,7 +36,8 @@ func (p *progress) update(pr jobs.Progress) {
 		if pr.State != p.state || time.Since(p.logged) >= progressLogEvery {
 			p.state, p.logged = pr.State, time.Now()
 			p.a.log.InfoContext(p.ctx, "progress", slog.Int64("job_id", pr.JobID), slog.Int64("run_id", pr.RunID), slog.String("state", pr.State),
-				slog.Int64("rows", pr.Rows), slog.Int64("total_rows", pr.TotalRows), slog.Int64("sent", pr.Counts.Sent), slog.Int64("rejected", pr.Counts.Rejected))
+				slog.Int64("rows", pr.Rows), slog.Int64("total_rows", pr.TotalRows), slog.Int64("bytes", pr.Bytes), slog.Int64("total_bytes", pr.TotalBytes),
+				slog.Int64("sent", pr.Counts.Sent), slog.Int64("rejected", pr.Counts.Rejected))
 		}
 		return
 	}
@@ -65,6 +66,8 @@ func (p *progress) newBar(pr jobs.Progress) *progressbar.ProgressBar {
 		progressbar.OptionThrottle(200 * time.Millisecond),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionShowDescriptionAtLineEnd(),
+		progressbar.OptionShowIts(),            // rows/s (bytes/s when counting bytes)
+		progressbar.OptionSetPredictTime(true), // ETA
 	}
 	switch {
 	case pr.TotalRows > 0:

@@ -82,7 +82,7 @@ CSV ("-" for standard output); cells a spreadsheet would run as a formula are qu
 						list = fmt.Sprint(r.ListID)
 					}
 					t.row(r.ID, r.JobID, r.Kind, r.Name, list, r.State, r.Counts.Read, r.Counts.Sent, r.Counts.Rejected,
-						formatTime(r.StartedAt), r.Duration().Round(time.Second))
+						formatTime(r.StartedAt), formatDuration(r.Duration()))
 				}
 				return t.flush()
 			}
@@ -220,4 +220,13 @@ type jobJSON struct {
 	ScheduledAt time.Time  `json:"scheduled_at"`
 	AttemptedAt *time.Time `json:"attempted_at,omitempty"`
 	LastError   string     `json:"last_error,omitempty"`
+}
+
+// formatDuration shows a run's duration to the millisecond under a minute ("0.342s",
+// "12.5s"), to the second above.
+func formatDuration(d time.Duration) string {
+	if d < time.Minute {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }

@@ -133,8 +133,8 @@ source = { path = %q }
 	require.Equal(t, int64(2), plan.Send)
 
 	r = h.run("", "import", file, "--list", "999", "--dry-run")
-	require.Equal(t, ExitFailure, r.code)
-	require.Contains(t, r.stderr, "list 999 does not exist")
+	require.Equal(t, ExitUsage, r.code, "refused before anything runs")
+	require.Contains(t, r.stderr, "--list 999: the service has no such list")
 
 	for _, args := range [][]string{
 		{"sync", "members", "--plan", "x.csv"},

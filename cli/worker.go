@@ -21,6 +21,9 @@ func (a *app) jobsConfig(needAPI bool) (jobs.Config, error) {
 	if err != nil {
 		return jobs.Config{}, err
 	}
+	if cfg.Path == "" && cfg.Database.URL == "" {
+		return jobs.Config{}, a.errNoConfig()
+	}
 	if needAPI {
 		if err := cfg.CheckCredentials(); err != nil {
 			return jobs.Config{}, err
@@ -84,7 +87,7 @@ pages need a password (SUBSYNC_WEB_PASSWORD or web.password_file): without one, 
 On SIGINT or SIGTERM it stops taking jobs, lets batches in flight finish for up to
 worker.shutdown_timeout, and exits 0; interrupted runs resume from their checkpoint on the
 next start. A configuration error exits 2, so a service manager need not restart on it
-(systemd: RestartPreventExitStatus=78).`,
+(systemd: RestartPreventExitStatus=2).`,
 		Example: `  subsync run
   subsync --config /etc/subsync/subsync.toml --log-format json run`,
 		Args: cobra.NoArgs,
@@ -206,6 +209,13 @@ func (a *app) queued(ctx context.Context, rt *jobs.Runtime, jobID int64, wait, a
 	p := a.newProgress(ctx)
 	run, err := rt.Wait(ctx, jobID, p.update)
 	p.done()
+	if ctx.Err() != nil {
+		// Interrupted (Ctrl-C): the job this command queued must not stay behind.
+		if cerr := rt.CancelJob(context.WithoutCancel(ctx), jobID); cerr != nil {
+			return fmt.Errorf("interrupted; cancelling job %d: %w", jobID, cerr)
+		}
+		return fmt.Errorf("interrupted: job %d cancelled", jobID)
+	}
 	if run.ID != 0 {
 		if perr := a.printRun(run, asJSON); perr != nil && err == nil {
 			err = perr

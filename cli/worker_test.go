@@ -95,11 +95,14 @@ func TestImportRunFailedExitsOne(t *testing.T) {
 	h := setup(t, "")
 	file := contacts(t, h.dir)
 	list := h.srv.CreateList("Members")
-	h.env["SUBSYNC_API_KEY"] = "not-the-key" // the service answers 401: the run fails at once
+	h.env["SUBSYNC_API_KEY"] = "not-the-key" // the service answers 401 to the list check
 	r := h.run("", "import", file, "--list", fmt.Sprint(list), "--wait")
 	require.Equal(t, ExitFailure, r.code, r.stderr)
-	require.Contains(t, r.stderr, "run failed")
-	require.Contains(t, r.stdout, "failed")
+	require.Contains(t, r.stderr, "api.base_url "+h.srv.URL)
+	require.Contains(t, r.stderr, "(401): check api.user_id (or SUBSYNC_USER_ID) and the API key")
+	h.env["SUBSYNC_API_KEY"] = testKey
+	require.Empty(t, decode[[]runJSON](t, h.ok("runs", "--json")), "nothing was queued")
+	require.Empty(t, decode[[]jobJSON](t, h.ok("jobs", "ls", "--json")))
 }
 
 func TestSyncAndStatusPull(t *testing.T) {
@@ -156,8 +159,8 @@ func TestDatabaseCommandsNeedNoCredentials(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "api.api_key: missing")
 	r = h.run("", "config", "check")
-	require.Equal(t, ExitUsage, r.code)
-	require.Contains(t, r.stderr, "api.api_key: missing")
+	require.Equal(t, ExitOK, r.code, "missing credentials are a note: the copied example passes")
+	require.Contains(t, r.stderr, "note: "+h.config+": api.api_key: missing")
 	_, err := os.Stat(filepath.Join(h.dir, "data", "subsync.db"))
 	require.NoError(t, err, "the SQLite database is in data_dir, relative to the config file")
 }
@@ -184,4 +187,50 @@ func TestImportUsage(t *testing.T) {
 		require.Equal(t, ExitUsage, r.code, "%v: %s", tt.args, r.stderr)
 		require.Contains(t, r.stderr, tt.want, strings.Join(tt.args, " "))
 	}
+}
+
+func TestImportRefusedBeforeQueueing(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	list := h.srv.CreateList("Members")
+	file := contacts(t, h.dir)
+	xls := filepath.Join(h.dir, "old.xls")
+	require.NoError(t, os.WriteFile(xls, []byte("not really"), 0o600))
+	mappingFile := filepath.Join(h.dir, "bad.mapping.toml")
+	require.NoError(t, os.WriteFile(mappingFile, []byte("columns = ["), 0o600))
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import", filepath.Join(h.dir, "missing.csv"), "--list", fmt.Sprint(list)}, "missing.csv: no such file or directory"},
+		{[]string{"import", h.dir, "--list", fmt.Sprint(list), "--wait"}, "is a directory"},
+		{[]string{"import", xls, "--list", fmt.Sprint(list)}, "(.xls) is not supported"},
+		{[]string{"import", file, "--list", fmt.Sprint(list), "--mapping", mappingFile}, "--mapping"},
+		{[]string{"import", file, "--list", "999"}, "--list 999: the service has no such list"},
+		{[]string{"import", file, "--list", "999", "--wait"}, "--list 999: the service has no such list"},
+	} {
+		r := h.run("", tt.args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", tt.args, r.stderr)
+		require.Contains(t, r.stderr, tt.want, tt.args)
+	}
+	require.Empty(t, decode[[]runJSON](t, h.ok("runs", "--json")), "no run recorded")
+	require.Empty(t, decode[[]jobJSON](t, h.ok("jobs", "ls", "--json")), "nothing queued")
+}
+
+func TestImportOutlookExportMapsHomeAddress(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	list := h.srv.CreateList("Members")
+	file := filepath.Join(h.dir, "outlook.csv")
+	require.NoError(t, os.WriteFile(file, []byte("First Name,E-mail Address,Business Street,Business City,Business Postal Code,Home Street,Home City,Home Postal Code\n"+
+		"Ada,ada@example.com,,,,Storgata 1,Oslo,0155\n"), 0o600))
+	r := h.run("", "preview", file)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, `address: column "Home Street" chosen (a value in 1 of 1 sampled rows); alternatives: Business Street`)
+	h.ok("import", file, "--list", fmt.Sprint(list), "--wait")
+	ada, ok := h.srv.SubscriberByEmail("ada@example.com")
+	require.True(t, ok)
+	require.Equal(t, "Storgata 1", ada.Fields["address"])
+	require.Equal(t, "Oslo", ada.Fields["city"])
+	require.Equal(t, "0155", ada.Fields["zip"])
 }

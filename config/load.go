@@ -111,8 +111,13 @@ func unknownKeys(data []byte, md toml.MetaData) []error {
 		if len(names) == 0 {
 			names = []string{ks}
 		}
+		reason := "unknown key"
+		if s := suggest(k[len(k)-1], knownKeys(k[:len(k)-1])); s != "" {
+			reason += " (did you mean " + s + "?)"
+		}
+		line := keyLine(data, k)
 		for _, n := range names {
-			out = append(out, &FieldError{Key: n, Reason: "unknown key"})
+			out = append(out, &FieldError{Key: n, Line: line, Reason: reason})
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -172,8 +173,10 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Handler serves /metrics (Prometheus), /healthz (200 "ok" when the database answers, 503
-// otherwise) and River UI under /riverui/. It adds no authentication: a caller serving it
+// Handler serves /metrics (Prometheus), /healthz and River UI under /riverui/. /healthz
+// answers 200 "ok" when the database answers and the subscriber service answered its last
+// request; 503 naming what is wrong otherwise ("database unavailable", or "subscriber service
+// unreachable at <api.base_url>: <error>" while the worker retries). It adds no authentication: a caller serving it
 // beyond loopback puts River UI behind its own (the web package does).
 func (rt *Runtime) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -195,6 +198,11 @@ func (rt *Runtime) Handler() http.Handler {
 		if err := rt.store.Ping(ctx); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte("database unavailable\n"))
+			return
+		}
+		if err := rt.service.unreachable(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintf(w, "subscriber service unreachable at %s: %v\n", rt.cfg.Sink.BaseURL, err)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

@@ -39,6 +39,8 @@ type Runtime struct {
 	sinkErr  error
 	workerID string
 
+	service serviceHealth
+
 	mu       sync.Mutex
 	working  bool          // the River client is started (by Run or Wait)
 	stopping chan struct{} // closed when the working session starts stopping
@@ -86,6 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	userObserver := sc.Observer
 	sc.Observer = func(ri sink.ResponseInfo) {
 		rt.metrics.observe(ri)
+		rt.service.observe(rt.log, sc.BaseURL, ri)
 		if userObserver != nil {
 			userObserver(ri)
 		}
@@ -382,4 +385,40 @@ func (rt *Runtime) periodicJobs() ([]*river.PeriodicJob, error) {
 		}, &river.PeriodicJobOpts{ID: "reconcile"}))
 	}
 	return pjs, nil
+}
+
+// serviceHealth remembers whether the subscriber service answered the last attempt: a
+// network failure (no response at all) marks it unreachable until a response arrives. The
+// worker keeps retrying with backoff meanwhile; /healthz reports the state.
+type serviceHealth struct {
+	mu   sync.Mutex
+	down error
+}
+
+func (h *serviceHealth) observe(log *slog.Logger, baseURL string, ri sink.ResponseInfo) {
+	if ri.API != "" && ri.API != "v2" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case ri.StatusCode == 0 && ri.Err != nil:
+		if h.down == nil {
+			log.Warn("subscriber service unreachable: retrying with backoff", slog.String("base_url", baseURL),
+				slog.String("error", ri.Err.Error()))
+		}
+		h.down = ri.Err
+	case ri.StatusCode > 0:
+		if h.down != nil {
+			log.Info("subscriber service reachable again", slog.String("base_url", baseURL))
+		}
+		h.down = nil
+	}
+}
+
+// unreachable returns the last network error while the service is unreachable, else nil.
+func (h *serviceHealth) unreachable() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.down
 }

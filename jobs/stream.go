@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -77,7 +78,17 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	if s.mapping != nil {
 		spec = *s.mapping
 	}
-	spec, unplaced := spec.WithAuto(r.Header())
+	var sample [][]string
+	if len(spec.Columns) == 0 && mapping.Ambiguous(r.Header()) && !isSQL(s.source) {
+		if sample, err = SampleRows(ctx, src, autoSampleRows); err != nil {
+			return cfg, nil, permanent(fmt.Errorf("source: %w", err))
+		}
+	}
+	spec, unplaced, choices := spec.WithAutoSampled(r.Header(), sample)
+	for _, c := range choices {
+		log.InfoContext(ctx, "column chosen by its data", slog.String("target", c.Target), slog.String("column", c.Column),
+			slog.Any("alternatives", c.Alternatives))
+	}
 	resolve := mapping.Resolve
 	if dryRun {
 		resolve = mapping.ResolveDryRun
@@ -187,4 +198,33 @@ func HeaderMapsEmail(m *mapping.Spec) func(header []string) bool {
 		}
 		return false
 	}
+}
+
+// autoSampleRows is how many rows automatic mapping looks at to choose between columns.
+const autoSampleRows = 200
+
+// SampleRows reads the first n rows of a file source (opened on its own, then closed), for
+// automatic mapping to see which columns hold data. Rows the source cannot read are skipped.
+func SampleRows(ctx context.Context, cfg sources.Config, n int) ([][]string, error) {
+	r, err := sources.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out [][]string
+	for len(out) < n {
+		rec, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var re *sources.RowError
+		if errors.As(err, &re) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, slices.Clone(rec.Values))
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/subsync/subsync/sink"
@@ -66,11 +67,54 @@ var aliases = sync.OnceValue(func() map[string]alias {
 // reported, never silently dropped. Auto never maps a column to a status (a CRM's "Status"
 // column rarely holds subscriber statuses) or to a custom field.
 func Auto(header []string) (Spec, []string) {
+	spec, unplaced, _ := AutoSampled(header, nil)
+	return spec, unplaced
+}
+
+// Choice is a target that several columns could fill, and the column Auto chose.
+type Choice struct {
+	Target       string   `json:"target"`
+	Column       string   `json:"column"`
+	Alternatives []string `json:"alternatives"`
+	Filled       int      `json:"filled"` // sampled rows with a value in Column
+}
+
+// Ambiguous reports whether several columns of header could fill one target: then
+// [AutoSampled] decides by the data.
+func Ambiguous(header []string) bool {
+	seen := map[string]bool{}
+	for _, h := range header {
+		a, ok := aliases()[fold(h)]
+		if !ok || a.target == TargetTags {
+			continue
+		}
+		if seen[a.target] {
+			return true
+		}
+		seen[a.target] = true
+	}
+	return false
+}
+
+// AutoSampled is [Auto] that looks at the data: when several columns could fill one target
+// (business and home address columns of an Outlook export, several phone or e-mail
+// columns), the column with a value in the most sampled rows wins, then the lowest rank,
+// then the leftmost. sample holds rows aligned with header (nil: by names alone). It also
+// returns each such choice with its alternatives, for preview.
+func AutoSampled(header []string, sample [][]string) (Spec, []string, []Choice) {
 	type pick struct {
-		col  int
-		rank int
+		col, rank, filled int
+	}
+	filled := make([]int, len(header))
+	for _, row := range sample {
+		for i := range min(len(row), len(header)) {
+			if strings.TrimSpace(row[i]) != "" {
+				filled[i]++
+			}
+		}
 	}
 	best := map[string]pick{}
+	alts := map[string][]int{}
 	for i, h := range header {
 		a, ok := aliases()[fold(h)]
 		if !ok {
@@ -79,10 +123,26 @@ func Auto(header []string) (Spec, []string) {
 		if a.target == TargetTags {
 			continue // any number of tag columns
 		}
-		if p, ok := best[a.target]; !ok || a.rank < p.rank {
-			best[a.target] = pick{i, a.rank}
+		alts[a.target] = append(alts[a.target], i)
+		p, ok := best[a.target]
+		if !ok || filled[i] > p.filled || (filled[i] == p.filled && a.rank < p.rank) {
+			best[a.target] = pick{i, a.rank, filled[i]}
 		}
 	}
+	var choices []Choice
+	for target, cols := range alts {
+		if len(cols) < 2 {
+			continue
+		}
+		c := Choice{Target: target, Column: header[best[target].col], Filled: best[target].filled}
+		for _, i := range cols {
+			if i != best[target].col {
+				c.Alternatives = append(c.Alternatives, header[i])
+			}
+		}
+		choices = append(choices, c)
+	}
+	slices.SortFunc(choices, func(a, b Choice) int { return strings.Compare(a.Target, b.Target) })
 	spec := Spec{Columns: map[string]Column{}}
 	var unplaced []string
 	for i, h := range header {
@@ -98,18 +158,25 @@ func Auto(header []string) (Spec, []string) {
 			}
 		}
 	}
-	return spec, unplaced
+	return spec, unplaced, choices
 }
 
 // WithAuto returns s with its columns filled by Auto when it has none (the other settings
 // kept), and the columns left unplaced (ignored columns excluded). A spec with columns is
 // returned as it is, with nil.
 func (s Spec) WithAuto(header []string) (Spec, []string) {
+	s, unplaced, _ := s.WithAutoSampled(header, nil)
+	return s, unplaced
+}
+
+// WithAutoSampled is [Spec.WithAuto] deciding between candidate columns by sample (see
+// [AutoSampled]); it also returns the choices made.
+func (s Spec) WithAutoSampled(header []string, sample [][]string) (Spec, []string, []Choice) {
 	if len(s.Columns) > 0 {
-		return s, nil
+		return s, nil, nil
 	}
-	auto, unplaced := Auto(header)
+	auto, unplaced, choices := AutoSampled(header, sample)
 	s.Columns = auto.Columns
 	unplaced = slices.DeleteFunc(unplaced, func(c string) bool { return slices.Contains(s.Ignore, c) })
-	return s, unplaced
+	return s, unplaced, choices
 }
