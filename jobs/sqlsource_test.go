@@ -13,9 +13,10 @@ import (
 	"github.com/subsync/subsync/state"
 )
 
-// TestSQLSourceNeverSucceedsFailsAtOnce: a source query that can never succeed (a write, a
-// syntax error, a missing table) fails the import or sync at its first attempt, and Wait
-// returns; the table is left as it was.
+// TestSQLSourceNeverSucceedsFailsAtOnce: a source query that writes is refused before the
+// worker starts (jobs.Config.Validate, the rule config check runs too), naming the source; one
+// that can never succeed (a syntax error, a missing table) fails the import or sync at its
+// first attempt, and Wait returns; the table is left as it was.
 func TestSQLSourceNeverSucceedsFailsAtOnce(t *testing.T) {
 	t.Parallel()
 
@@ -29,11 +30,17 @@ func TestSQLSourceNeverSucceedsFailsAtOnce(t *testing.T) {
 		_, err = db.Exec("CREATE TABLE src (email TEXT); INSERT INTO src VALUES ('a@example.com')")
 		require.NoError(t, err)
 
+		writes := jobs.Config{DataDir: t.TempDir(), Sources: map[string]sources.Config{
+			"drop": {Kind: sources.KindSQL, Driver: "sqlite", DSN: dsn, Query: "DROP TABLE src"},
+			"two":  {Kind: sources.KindSQL, Driver: "sqlite", DSN: dsn, Query: "SELECT email FROM src; DROP TABLE src"},
+		}}
+		err = writes.Validate()
+		require.ErrorContains(t, err, `Sources[drop].Query: "DROP TABLE src"`)
+		require.ErrorContains(t, err, "Sources[two].Query")
+
 		cases := map[string]string{
-			"drop":          "DROP TABLE src",
-			"two":           "SELECT email FROM src; DROP TABLE src",
 			"syntax":        "SELECT email FROM src WHERE",
-			"missing table": "SELECT email FROM kontakter",
+			"missing_table": "SELECT email FROM kontakter",
 		}
 		b.cfg.Sources = map[string]sources.Config{}
 		for name, q := range cases {
