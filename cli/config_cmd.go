@@ -22,8 +22,8 @@ func (a *app) configCommand() *cobra.Command {
 		Long: `Validate the configuration file (and the environment overrides), mapping files and
 secrets included, without contacting the service or the database. Every problem is listed,
 each naming the key, the value and the reason; the exit code is 2 when there is any.
-Credentials not set yet (api.user_id, the API key) are noted on standard error, not
-failed: commands that call the service refuse to run without them.
+Missing credentials (api.user_id, the API key, usually from SUBSYNC_USER_ID and
+SUBSYNC_API_KEY) are problems too, since run refuses to start without them.
 
 With --online it then checks the service, read-only, as "subsync doctor" does (exit code 1
 when the service is not set up as the configuration expects).`,
@@ -35,12 +35,10 @@ when the service is not set up as the configuration expects).`,
 			if err != nil {
 				return err
 			}
-			// Missing credentials are a note, not a failure: the copied example passes as
-			// is, and the commands that call the service refuse without them (exit 2).
+			// Missing credentials fail the check: run refuses to start without them, and
+			// config check rejects everything run would reject.
 			if err := cfg.CheckCredentials(); err != nil {
-				for _, line := range strings.Split(err.Error(), "\n") {
-					fmt.Fprintf(a.stderr, "subsync: note: %s (needed by commands that call the service)\n", line)
-				}
+				return err
 			}
 			if online {
 				return a.doctor(cmd.Context(), samples)

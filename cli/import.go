@@ -216,6 +216,6 @@ func (a *app) checkList(ctx context.Context, list int64, follow bool) error {
 	case follow:
 		return fmt.Errorf("check list %d: %w", list, a.explainService(err))
 	}
-	a.log.WarnContext(ctx, "could not check the list; queueing the import anyway", "list_id", list, "error", a.explainService(err))
+	a.log.WarnContext(ctx, "could not check the list; queueing the import anyway", slog.Int64("list_id", list), slog.Any("error", a.explainService(err)))
 	return nil
 }

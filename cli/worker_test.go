@@ -159,8 +159,8 @@ func TestDatabaseCommandsNeedNoCredentials(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "api.api_key: missing")
 	r = h.run("", "config", "check")
-	require.Equal(t, ExitOK, r.code, "missing credentials are a note: the copied example passes")
-	require.Contains(t, r.stderr, "note: "+h.config+": api.api_key: missing")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "api.api_key: missing")
 	_, err := os.Stat(filepath.Join(h.dir, "data", "subsync.db"))
 	require.NoError(t, err, "the SQLite database is in data_dir, relative to the config file")
 }

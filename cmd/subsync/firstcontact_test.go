@@ -19,12 +19,14 @@ func TestBinaryFirstContact(t *testing.T) {
 	home := t.TempDir()
 	noXDG := []string{"XDG_CONFIG_HOME=" + filepath.Join(home, "xdg"), "HOME=" + home}
 
-	// The copied example passes config check as is.
+	// The copied example passes config check as is, with the credentials in the environment
+	// as the README's first step sets them (nothing else: no CRM_DSN).
 	dir := t.TempDir()
 	example, err := os.ReadFile(filepath.Join("..", "..", "config.example.toml"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "subsync.toml"), example, 0o600))
-	r := run(t, dir, noXDG, "config", "check")
+	creds := append([]string{"SUBSYNC_USER_ID=12345", "SUBSYNC_API_KEY=example-key"}, noXDG...)
+	r := run(t, dir, creds, "config", "check")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "subsync.toml: OK")
 	r = run(t, dir, noXDG, "config", "path")
