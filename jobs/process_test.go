@@ -183,6 +183,14 @@ func TestKillAndRestart(t *testing.T) {
 		waitFor(t, 2*time.Minute, "the run to complete", func() bool {
 			return runOf(t, rt.State(), jobID).State == state.RunCompleted
 		})
+		// River records a job's end asynchronously; under load the sweeper may also have
+		// handed the job back once more (its new attempt only finds the run done). Either
+		// way the queue empties while the worker runs.
+		waitFor(t, time.Minute, "the queue to empty", func() bool {
+			left, err := rt.Jobs(ctx)
+			require.NoError(t, err)
+			return len(left) == 0
+		})
 		w.stop(t, 30*time.Second)
 
 		run := runOf(t, rt.State(), jobID)
