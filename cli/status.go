@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,22 +64,7 @@ already known.`,
 		Example: `  subsync status reconcile --wait`,
 		Args:    cobra.NoArgs,
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			rt, err := a.runtime(ctx, wait)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			id, err := rt.EnqueueReconcile(ctx)
-			switch {
-			case errors.Is(err, jobs.ErrAlreadyQueued):
-				a.log.WarnContext(ctx, "a reconciliation is already queued or running: following that job", slog.Int64("job_id", id))
-			case err != nil:
-				return err
-			default:
-				a.log.InfoContext(ctx, "reconciliation queued", slog.Int64("job_id", id))
-			}
-			return a.queued(ctx, rt, id, wait, asJSON)
+			return a.enqueueAndFollow(cmd.Context(), "reconciliation", (*jobs.Runtime).EnqueueReconcile, wait, asJSON)
 		}),
 	}
 	rec.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
@@ -103,27 +89,32 @@ and records nothing.`,
   subsync status pull --wait --json`,
 		Args: cobra.NoArgs,
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			rt, err := a.runtime(ctx, wait)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			id, err := rt.EnqueueStatusPull(ctx)
-			switch {
-			case errors.Is(err, jobs.ErrAlreadyQueued):
-				a.log.WarnContext(ctx, "a status pull is already queued or running: following that job", slog.Int64("job_id", id))
-			case err != nil:
-				return err
-			default:
-				a.log.InfoContext(ctx, "status pull queued", slog.Int64("job_id", id))
-			}
-			return a.queued(ctx, rt, id, wait, asJSON)
+			return a.enqueueAndFollow(cmd.Context(), "status pull", (*jobs.Runtime).EnqueueStatusPull, wait, asJSON)
 		}),
 	}
 	pull.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
 	jsonFlag(pull, &asJSON)
 	return pull
+}
+
+// enqueueAndFollow queues a job that runs once at a time (a status pull, a reconciliation),
+// or follows the one already queued or running, and with wait follows it to its end.
+func (a *app) enqueueAndFollow(ctx context.Context, what string, enqueue func(*jobs.Runtime, context.Context) (int64, error), wait, asJSON bool) error {
+	rt, err := a.runtime(ctx, wait)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	id, err := enqueue(rt, ctx)
+	switch {
+	case errors.Is(err, jobs.ErrAlreadyQueued):
+		a.log.WarnContext(ctx, "a "+what+" is already queued or running: following that job", slog.Int64("job_id", id))
+	case err != nil:
+		return err
+	default:
+		a.log.InfoContext(ctx, what+" queued", slog.Int64("job_id", id))
+	}
+	return a.queued(ctx, rt, id, wait, asJSON)
 }
 
 type statusJSON struct {
