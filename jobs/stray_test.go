@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/state"
 )
 
 // TestStrayLineWarnedInRunLog: a UTF-8 file with one Windows-1252 row is delivered as UTF-8,
@@ -40,5 +41,9 @@ func TestStrayLineWarnedInRunLog(t *testing.T) {
 		}
 		require.Contains(t, b.logs.String(), "values that were not valid UTF-8 were read as Windows-1252")
 		require.Contains(t, b.logs.String(), "lines=[202]")
+		// The run's summary says so too (runs ID, the pages), not only the log.
+		require.Equal(t, state.RunCompleted, run.State)
+		require.Contains(t, run.Error, "1 value that was not valid UTF-8 was read as Windows-1252")
+		require.Contains(t, run.Error, "line 202")
 	})
 }

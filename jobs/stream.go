@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/subsync/subsync/internal/pipeline"
@@ -173,12 +174,36 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 			}
 			a.log.WarnContext(ctx, "values that were not valid UTF-8 were read as Windows-1252: check these lines",
 				slog.Int64("values", n), slog.Any("lines", lines))
+			a.warning = strayWarning(n, lines)
 		}
 	}
 	if w, ok := r.(interface{ Watermark() string }); ok {
 		return w.Watermark(), nil
 	}
 	return "", nil
+}
+
+// strayWarning is the run's summary of the values of a UTF-8 file that were not UTF-8 and
+// were read as Windows-1252: how many, and the first lines they stood on.
+func strayWarning(n int64, lines []int) string {
+	what := "values that were not valid UTF-8 were"
+	if n == 1 {
+		what = "value that was not valid UTF-8 was"
+	}
+	at := make([]string, len(lines))
+	for i, l := range lines {
+		at[i] = strconv.Itoa(l)
+	}
+	more := ""
+	if int64(len(lines)) < n {
+		more = ", …"
+	}
+	where := "line"
+	if n > 1 {
+		where = "lines"
+	}
+	return fmt.Sprintf("%d %s read as Windows-1252 (stray_lines = \"reject\" rejects them instead): %s %s%s",
+		n, what, where, strings.Join(at, ", "), more)
 }
 
 // HeaderMapsEmail returns what finds a workbook's sheet and header row when none is given
