@@ -14,11 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
-	"github.com/xuri/excelize/v2"
 
 	"github.com/subsync/subsync/config"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sink/sinktest"
+	"github.com/subsync/subsync/sources/sourcetest"
 )
 
 // testKey is the emulator's API key in these tests: it must never show up in any output.
@@ -411,17 +411,8 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 func TestPreviewWorkbookWithNotesAndTitle(t *testing.T) {
 	t.Parallel()
 	h := setup(t, "")
-	f := excelize.NewFile()
-	require.NoError(t, f.SetSheetName("Sheet1", "Notater"))
-	require.NoError(t, f.SetSheetRow("Notater", "A1", &[]any{"Eksportert fra medlemsregisteret"}))
-	_, err := f.NewSheet("Medlemmer")
-	require.NoError(t, err)
-	require.NoError(t, f.SetSheetRow("Medlemmer", "A1", &[]any{"Medlemsliste 2024"}))
-	require.NoError(t, f.SetSheetRow("Medlemmer", "A3", &[]any{"Fornavn", "E-post"}))
-	require.NoError(t, f.SetSheetRow("Medlemmer", "A4", &[]any{"Kari", "kari@example.no"}))
 	path := filepath.Join(h.dir, "medlemmer.xlsx")
-	require.NoError(t, f.SaveAs(path))
-	require.NoError(t, f.Close())
+	sourcetest.NotesAndTitleWorkbook(t, path, [2]string{"Kari", "kari@example.no"})
 	out := h.ok("preview", path)
 	require.Contains(t, out, "kari@example.no")
 }

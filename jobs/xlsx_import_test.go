@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/xuri/excelize/v2"
 
 	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/sources/sourcetest"
 	"github.com/subsync/subsync/state"
 )
 
@@ -19,18 +19,8 @@ func TestImportWorkbookWithNotesAndTitle(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		ctx := context.Background()
 		b := setup(t, backend)
-		f := excelize.NewFile()
-		require.NoError(t, f.SetSheetName("Sheet1", "Notater"))
-		require.NoError(t, f.SetSheetRow("Notater", "A1", &[]any{"Eksportert fra medlemsregisteret"}))
-		_, err := f.NewSheet("Medlemmer")
-		require.NoError(t, err)
-		require.NoError(t, f.SetSheetRow("Medlemmer", "A1", &[]any{"Medlemsliste 2024"}))
-		require.NoError(t, f.SetSheetRow("Medlemmer", "A3", &[]any{"Fornavn", "E-post"}))
-		require.NoError(t, f.SetSheetRow("Medlemmer", "A4", &[]any{"Ola", "ola@example.no"}))
-		require.NoError(t, f.SetSheetRow("Medlemmer", "A5", &[]any{"Kari", "kari@example.no"}))
 		path := filepath.Join(t.TempDir(), "medlemmer.xlsx")
-		require.NoError(t, f.SaveAs(path))
-		require.NoError(t, f.Close())
+		sourcetest.NotesAndTitleWorkbook(t, path, [2]string{"Ola", "ola@example.no"}, [2]string{"Kari", "kari@example.no"})
 
 		rt := b.open(t)
 		jobID, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID})
