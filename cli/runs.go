@@ -28,13 +28,18 @@ func (a *app) runsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs [ID]",
 		Short: "Run history; one run in detail; its rejects as CSV",
-		Long: `Without ID, list the latest runs, newest first. With ID, show that run, and with
---rejects FILE write the rows it did not send (line, sheet, column, value, code, reason) as
-CSV ("-" for standard output); cells a spreadsheet would run as a formula are quoted.`,
+		Long: `Without ID, list the latest runs, newest first. With ID, show that run (with the
+values it dropped from rows it sent, under on_invalid = "drop"), and with --rejects FILE
+write the rows it did not send as CSV ("-" for standard output): each row whole, under the
+source's own header, followed by the columns subsync:kind, subsync:line, subsync:column,
+subsync:code and subsync:reason; then the rows sent with a value dropped (kind "warning").
+Cells a spreadsheet would run as a formula are quoted. Fix the rows in a spreadsheet and
+import the file again: subsync ignores its subsync: columns and takes the quoting away.`,
 		Example: `  subsync runs
   subsync runs --kind sync --name crm --limit 10 --json
   subsync runs 42
-  subsync runs 42 --rejects rejects.csv`,
+  subsync runs 42 --rejects rejects.csv
+  subsync import rejects.csv --list 7 --wait   # after fixing the rows`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -99,7 +104,7 @@ CSV ("-" for standard output); cells a spreadsheet would run as a formula are qu
 				return fmt.Errorf("read run %d: %w", id, err)
 			}
 			if rejects == "" {
-				return a.printRun(run, asJSON)
+				return a.printRun(ctx, store, run, asJSON)
 			}
 			var w io.Writer = a.stdout
 			var file *os.File

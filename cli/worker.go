@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -217,7 +220,7 @@ func (a *app) queued(ctx context.Context, rt *jobs.Runtime, jobID int64, wait, a
 		return fmt.Errorf("interrupted: job %d cancelled", jobID)
 	}
 	if run.ID != 0 {
-		if perr := a.printRun(run, asJSON); perr != nil && err == nil {
+		if perr := a.printRun(ctx, rt.State(), run, asJSON); perr != nil && err == nil {
 			err = perr
 		}
 	}
@@ -246,6 +249,9 @@ type runJSON struct {
 	Started    *time.Time `json:"started_at,omitempty"`
 	Finished   *time.Time `json:"finished_at,omitempty"`
 	DurationMS int64      `json:"duration_ms"`
+	// Warnings counts the values dropped from rows that were sent (on_invalid = "drop"), by
+	// code; only in the output of one run.
+	Warnings map[string]int64 `json:"warnings,omitempty"`
 }
 
 type countsJSON struct {
@@ -278,9 +284,22 @@ func toRunJSON(r state.Run) runJSON {
 	}
 }
 
-func (a *app) printRun(r state.Run, asJSON bool) error {
+// shownWarnings is how many of a run's warnings printRun lists.
+const shownWarnings = 10
+
+// printRun prints one run with its counts, and its warnings: how many by code and, as text,
+// the first shownWarnings with their line, column and reason.
+func (a *app) printRun(ctx context.Context, store *state.Store, r state.Run, asJSON bool) error {
+	warnings, err := store.WarningCounts(ctx, r.ID)
+	if err != nil {
+		return err
+	}
 	if asJSON {
-		return a.printJSON(toRunJSON(r))
+		j := toRunJSON(r)
+		if len(warnings) > 0 {
+			j.Warnings = warnings
+		}
+		return a.printJSON(j)
 	}
 	c := r.Counts
 	pairs := []any{
@@ -303,7 +322,41 @@ func (a *app) printRun(r state.Run, asJSON bool) error {
 		"attempts", r.Attempts, "started", formatTime(r.StartedAt), "finished", formatTime(r.FinishedAt),
 		"duration", r.Duration().Round(time.Millisecond),
 	)
-	return a.fields(pairs...)
+	if len(warnings) == 0 {
+		return a.fields(pairs...)
+	}
+	codes := slices.Sorted(maps.Keys(warnings))
+	var total int64
+	byCode := make([]string, len(codes))
+	for i, code := range codes {
+		total += warnings[code]
+		byCode[i] = fmt.Sprintf("%s %d", code, warnings[code])
+	}
+	pairs = append(pairs, "warnings", fmt.Sprintf("%d (%s), values dropped from rows that were sent", total, strings.Join(byCode, ", ")))
+	if err := a.fields(pairs...); err != nil {
+		return err
+	}
+	shown := 0
+	errEnough := errors.New("enough")
+	err = store.Warnings(ctx, r.ID, func(w state.Reject) error {
+		if shown == shownWarnings {
+			return errEnough
+		}
+		shown++
+		where := fmt.Sprintf("line %d", w.Line)
+		if w.Sheet != "" {
+			where = fmt.Sprintf("sheet %q row %d", w.Sheet, w.Line)
+		}
+		_, err := fmt.Fprintf(a.stdout, "  %s column %q: %s: %s (the value was not sent)\n", where, w.Column, w.Code, w.Reason)
+		return err
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return err
+	}
+	if total > int64(shown) {
+		_, err = fmt.Fprintf(a.stdout, "  … %d more: subsync runs %d --rejects FILE lists every one\n", total-int64(shown), r.ID)
+	}
+	return err
 }
 
 func formatTime(t time.Time) string {

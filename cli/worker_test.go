@@ -40,7 +40,8 @@ func TestImportWaitThenRunsAndRejects(t *testing.T) {
 	require.Contains(t, h.ok("runs"), "contacts.csv")
 	require.Contains(t, h.ok("runs", fmt.Sprint(run.ID)), "completed")
 
-	// Rejects export as CSV, with the formula-like cell neutralised.
+	// Rejects export as CSV: the row whole under the source's header, with the formula-like
+	// cell neutralised.
 	out := filepath.Join(h.dir, "rejects.csv")
 	h.ok("runs", fmt.Sprint(run.ID), "--rejects", out)
 	f, err := os.Open(out)
@@ -49,9 +50,9 @@ func TestImportWaitThenRunsAndRejects(t *testing.T) {
 	recs, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
 	require.Len(t, recs, 2)
-	require.Equal(t, []string{"line", "sheet", "column", "value", "code", "reason"}, recs[0])
-	require.Equal(t, "3", recs[1][0])
-	require.Equal(t, "'=cmd|x", recs[1][3])
+	require.Equal(t, []string{"E-post", "Fornavn", "Etternavn", "subsync:kind", "subsync:line", "subsync:column",
+		"subsync:code", "subsync:reason"}, recs[0])
+	require.Equal(t, []string{"'=cmd|x", "Bob", "B", "rejected", "3", "E-post", "invalid_email"}, recs[1][:7])
 	require.Equal(t, h.ok("runs", fmt.Sprint(run.ID), "--rejects", "-"), mustRead(t, out))
 
 	require.Empty(t, decode[[]jobJSON](t, h.ok("jobs", "ls", "--json")))

@@ -65,13 +65,14 @@ func TestImportWait(t *testing.T) {
 		require.NoError(t, rt.State().Rejects(ctx, run.ID, func(r state.Reject) error { rejects = append(rejects, r); return nil }))
 		require.Len(t, rejects, 5)
 		require.Equal(t, state.Reject{Ordinal: 1000, Line: 1001, Column: "E-post", Value: "person1000-at-example.com",
-			Code: "invalid_email", Reason: rejects[0].Reason}, rejects[0])
+			Code: "invalid_email", Reason: rejects[0].Reason, Row: `["person1000-at-example.com","Ola1000","Nordmann"]`}, rejects[0])
 		var buf bytes.Buffer
 		require.NoError(t, rt.State().WriteRejectsCSV(ctx, &buf, run.ID))
 		recs, err := csv.NewReader(&buf).ReadAll()
 		require.NoError(t, err)
 		require.Len(t, recs, 6)
-		require.Equal(t, "1001", recs[1][0])
+		require.Equal(t, []string{"E-post", "Fornavn", "Etternavn", "subsync:kind", "subsync:line"}, recs[0][:5])
+		require.Equal(t, []string{"person1000-at-example.com", "Ola1000", "Nordmann", "rejected", "1001"}, recs[1][:5])
 
 		// The metrics count what the run history counts.
 		srv := httptest.NewServer(rt.Handler())

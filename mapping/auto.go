@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/state"
 )
 
 // alias is a header name Auto recognises, folded (see fold), with the target it maps to.
@@ -152,6 +153,8 @@ func AutoSampled(header []string, sample [][]string) (Spec, []string, []Choice) 
 			spec.Columns[h] = Column{To: TargetTags}
 		case ok && best[a.target].col == i:
 			spec.Columns[h] = Column{To: a.target}
+		case strings.HasPrefix(h, state.ExportPrefix):
+			// A column of a rejects export: ignored (see Compile), not reported.
 		default:
 			if !slices.Contains(unplaced, h) {
 				unplaced = append(unplaced, h)

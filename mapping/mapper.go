@@ -14,6 +14,7 @@ import (
 
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/state"
 )
 
 // Length limits, in characters, of the values subsync sends. A longer value is rejected
@@ -68,6 +69,7 @@ type op struct {
 	what    string // how a message names the value: "the phone number"
 	slot    int    // consent and custom fields: index in Mapper.fields
 	asIs    bool   // values may be mapped as they stand (see applyAsIs)
+	drop    bool   // an invalid value is dropped with a warning (on_invalid = "drop")
 }
 
 // Row is a source row mapped to a subscriber payload.
@@ -113,6 +115,9 @@ type Mapper struct {
 	unplaced    []string
 	fingerprint string
 	spec        Spec
+	// restore: the source is a rejects export (it has columns named state.ExportPrefix…):
+	// its cells are read with the export's formula quoting taken away (state.RestoreCell).
+	restore bool
 }
 
 // PlanEntry says what happens to one source column.
@@ -150,6 +155,9 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 	m.country = cc
 	if !slices.Contains([]string{DuplicatesLast, DuplicatesFirst, DuplicatesReject}, m.duplicates) {
 		e.add("duplicates", "want \"last\", \"first\" or \"reject\", got %q", m.duplicates)
+	}
+	if spec.OnInvalid != "" && spec.OnInvalid != OnInvalidReject && spec.OnInvalid != OnInvalidDrop {
+		e.add("on_invalid", "want \"reject\" or \"drop\", got %q", spec.OnInvalid)
 	}
 
 	// Where each header column goes.
@@ -202,6 +210,7 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 			continue
 		}
 		o.col, o.column, o.field = idx, header[idx], fieldNamed(o.name)
+		o.drop = cmp.Or(c.OnInvalid, spec.OnInvalid) == OnInvalidDrop && optional(c.To)
 		m.ops = append(m.ops, o)
 	}
 	for _, col := range spec.Ignore {
@@ -209,7 +218,14 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 			m.plan[idx].Target = TargetIgnore
 		}
 	}
-	for _, p := range m.plan {
+	for i, p := range m.plan {
+		if strings.HasPrefix(p.Column, state.ExportPrefix) {
+			m.restore = true
+			if p.Target == "" {
+				m.plan[i].Target, m.plan[i].Note = TargetIgnore, "a column of subsync's rejects export: ignored"
+			}
+			continue
+		}
 		if p.Target == "" {
 			m.unplaced = append(m.unplaced, p.Column)
 		}
@@ -219,7 +235,7 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 		case "":
 			m.plan[i].Note = "not mapped: not sent"
 		case TargetIgnore:
-			m.plan[i].Note = "ignored"
+			m.plan[i].Note = cmp.Or(m.plan[i].Note, "ignored")
 		}
 	}
 	if _, ok := targets[sink.FieldEmail]; !ok && !failed[sink.FieldEmail] {
@@ -522,8 +538,19 @@ func (m *Mapper) MapIn(a *Arena, rec sources.Record) (Row, *Reject) {
 }
 
 // MapInto is MapIn writing the row into *row, which it overwrites whole; after a reject,
-// *row holds nothing of use.
+// *row holds nothing of use. The values an on_invalid = "drop" mapping drops are dropped
+// without a word: [Mapper.MapWarn] says which.
 func (m *Mapper) MapInto(a *Arena, rec *sources.Record, row *Row) *Reject {
+	return m.MapWarn(a, rec, row, nil)
+}
+
+// MapWarn is MapInto that appends to *warnings (when warnings is not nil) a warning for each
+// invalid value it dropped (on_invalid = "drop"), with the line, column, value, code and
+// reason a reject would have had. It appends none for a row it rejects.
+func (m *Mapper) MapWarn(a *Arena, rec *sources.Record, row *Row, warnings *[]Reject) *Reject {
+	if m.restore {
+		rec = restored(rec)
+	}
 	*row = Row{Ordinal: rec.Ordinal, Line: rec.Line, Sheet: rec.Sheet, Status: m.status, StatusMobile: m.statusMob}
 	if m.hasBase {
 		row.Sub = m.base
@@ -545,7 +572,12 @@ func (m *Mapper) MapInto(a *Arena, rec *sources.Record, row *Row) *Reject {
 			continue // apply's first step, without a call for every value
 		}
 		if rej := m.applyClean(a, row, o, rec, raw); rej != nil {
-			return rej
+			if !o.drop {
+				return m.rejected(rej, warnings)
+			}
+			if warnings != nil {
+				*warnings = append(*warnings, *rej)
+			}
 		}
 	}
 	if m.hasConsent { // the fields still line up with m.fields
@@ -571,6 +603,29 @@ func (m *Mapper) MapInto(a *Arena, rec *sources.Record, row *Row) *Reject {
 		}
 	}
 	return nil
+}
+
+// rejected returns rej, taking back the warnings of its row from *warnings: a reject says why
+// the row is not sent; that some of its values would have been dropped does not matter.
+func (m *Mapper) rejected(rej *Reject, warnings *[]Reject) *Reject {
+	if warnings != nil {
+		w := *warnings
+		for len(w) > 0 && w[len(w)-1].Ordinal == rej.Ordinal {
+			w = w[:len(w)-1]
+		}
+		*warnings = w
+	}
+	return rej
+}
+
+// restored is rec with its cells as they were before a rejects export quoted them.
+func restored(rec *sources.Record) *sources.Record {
+	r := *rec
+	r.Values = make([]string, len(rec.Values))
+	for i, v := range rec.Values {
+		r.Values[i] = state.RestoreCell(v)
+	}
+	return &r
 }
 
 // consentNo reports whether a row's fields f (one for each of m.fields) say no to consent:

@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/state"
 )
 
 // testToday is the date the tests compile mappings on, so birthday checks are stable.
@@ -410,3 +412,96 @@ func TestMapExternalID(t *testing.T) {
 	require.Contains(t, rej.Message, "external id")
 	require.Equal(t, "CRM-id", rej.Column)
 }
+
+// TestMapDropInvalidOptional: under on_invalid = "drop" (the mapping's, or a column's) an
+// invalid optional value is dropped with a warning and the rest of the row is mapped; under
+// the default the row is rejected. The e-mail and consents always reject.
+func TestMapDropInvalidOptional(t *testing.T) {
+	t.Parallel()
+	bad := map[string]string{"Mobil": "12345", "Født": "31.02.1985", "Medlemsnummer": "12b", "Kilde": strings.Repeat("k", 256)}
+
+	// The default: the row is a reject, as before.
+	m := mustCompile(t, fullSpec, fullHeader, testFields())
+	var warnings []Reject
+	var row Row
+	rej := m.MapWarn(nil, ptr(fullRecord(bad)), &row, &warnings)
+	require.NotNil(t, rej)
+	require.Equal(t, CodeInvalidPhone, rej.Code)
+	require.Empty(t, warnings)
+
+	// The whole mapping drops: every bad optional value is dropped, each with a warning.
+	m = mustCompile(t, "on_invalid = \"drop\"\n"+fullSpec, fullHeader, testFields())
+	rej = m.MapWarn(nil, ptr(fullRecord(bad)), &row, &warnings)
+	require.Nil(t, rej)
+	require.Equal(t, "kari.nordmann@example.no", row.Sub.Email)
+	require.Equal(t, "Kari", row.Sub.Firstname)
+	require.Empty(t, row.Sub.Phone)
+	require.Empty(t, row.Sub.Birthday)
+	require.Empty(t, row.Sub.Field("EXTRA1"))
+	require.Empty(t, row.Sub.Field("EXTRA6"))
+	require.Equal(t, "Gull", row.Sub.Field("EXTRA4"), "the valid custom fields are sent")
+	codes := map[string]string{}
+	for _, w := range warnings {
+		require.Equal(t, int64(7), w.Ordinal)
+		require.Equal(t, 8, w.Line)
+		codes[w.Column] = w.Code
+	}
+	require.Equal(t, map[string]string{"Mobil": CodeInvalidPhone, "Født": CodeInvalidDate,
+		"Medlemsnummer": CodeInvalidNumber, "Kilde": CodeTooLong}, codes)
+	require.Equal(t, "12345", warnings[slices.IndexFunc(warnings, func(w Reject) bool { return w.Column == "Mobil" })].Value)
+
+	// A row that is rejected all the same leaves no warnings behind.
+	warnings = warnings[:0]
+	bad2 := map[string]string{"Mobil": "12345", "Nyhetsbrev": "kanskje"}
+	rej = m.MapWarn(nil, ptr(fullRecord(bad2)), &row, &warnings)
+	require.NotNil(t, rej)
+	require.Equal(t, CodeInvalidConsent, rej.Code)
+	require.Empty(t, warnings)
+
+	// MapInto drops the same values without a word.
+	require.Nil(t, m.MapInto(nil, ptr(fullRecord(bad)), &row))
+	require.Empty(t, row.Sub.Phone)
+
+	// One column drops; the others reject.
+	perColumn := strings.Replace(fullSpec, `"Mobil"         = "phone"`, `"Mobil"         = { to = "phone", on_invalid = "drop" }`, 1)
+	m = mustCompile(t, perColumn, fullHeader, testFields())
+	warnings = warnings[:0]
+	require.Nil(t, m.MapWarn(nil, ptr(fullRecord(map[string]string{"Mobil": "12345"})), &row, &warnings))
+	require.Empty(t, row.Sub.Phone)
+	require.Len(t, warnings, 1)
+	require.Equal(t, CodeInvalidPhone, warnings[0].Code)
+	rej = m.MapWarn(nil, ptr(fullRecord(map[string]string{"Født": "31.02.1985"})), &row, &warnings)
+	require.NotNil(t, rej)
+	require.Equal(t, CodeInvalidDate, rej.Code)
+
+	// The mapping drops, a column says reject.
+	m = mustCompile(t, "on_invalid = \"drop\"\n"+strings.Replace(fullSpec, `"Mobil"         = "phone"`,
+		`"Mobil"         = { to = "phone", on_invalid = "reject" }`, 1), fullHeader, testFields())
+	rej = m.MapWarn(nil, ptr(fullRecord(map[string]string{"Mobil": "12345"})), &row, nil)
+	require.NotNil(t, rej)
+	require.Equal(t, CodeInvalidPhone, rej.Code)
+}
+
+// TestMapRejectsExport: a rejects export maps as it stands: subsync's own columns are ignored
+// (and not reported as unplaced), and the formula quoting of its cells is taken away.
+func TestMapRejectsExport(t *testing.T) {
+	t.Parallel()
+	header := append([]string{"E-post", "Fornavn", "Mobil"}, state.ExportColumns...)
+	spec, unplaced := Spec{}.WithAuto(header)
+	require.Empty(t, unplaced)
+	m, err := compile(spec, header, Fields{}, testToday)
+	require.NoError(t, err)
+	require.Empty(t, m.Unplaced())
+	for _, p := range m.Plan()[3:] {
+		require.Equal(t, TargetIgnore, p.Target, p.Column)
+	}
+	rec := sources.Record{Ordinal: 1, Line: 2, Values: []string{"ada@example.com", "'=Ada", "'+47 912 34 567",
+		"rejected", "2", "Mobil", "invalid_phone", "'-"}}
+	row, rej := m.Map(rec)
+	require.Nil(t, rej)
+	require.Equal(t, "=Ada", row.Sub.Firstname)
+	require.Equal(t, "+4791234567", row.Sub.Phone)
+	require.Equal(t, "'=Ada", rec.Values[1], "Map never modifies rec")
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -39,7 +39,10 @@ type PreviewStats struct {
 	Rejected   int64            `json:"rejected"`   // rows rejected, by the mapping or as duplicates
 	Duplicates int64            `json:"duplicates"` // rows whose e-mail address an earlier row had
 	ByCode     map[string]int64 `json:"by_code,omitempty"`
-	Unplaced   []string         `json:"unplaced,omitempty"` // columns neither mapped nor ignored
+	// Dropped counts, by code, the invalid values on_invalid = "drop" would leave out of rows
+	// that are sent (a run records each as a warning).
+	Dropped  map[string]int64 `json:"dropped,omitempty"`
+	Unplaced []string         `json:"unplaced,omitempty"` // columns neither mapped nor ignored
 }
 
 // Preview is the dry run behind `subsync preview`: it writes how the columns map, the first
@@ -62,6 +65,7 @@ func Preview(ctx context.Context, w io.Writer, r sources.Reader, m *Mapper, opts
 		out = &jsonPreview{w: bw, m: m}
 	}
 	stats := PreviewStats{ByCode: map[string]int64{}, Unplaced: m.Unplaced()}
+	var dropped []Reject
 	dedupe := m.NewDeduper()
 	var rows []Row
 	var held []Reject
@@ -109,10 +113,17 @@ func Preview(ctx context.Context, w io.Writer, r sources.Reader, m *Mapper, opts
 			break
 		}
 		stats.Rows++
-		row, rej := m.Map(rec)
-		if rej != nil {
+		var row Row
+		dropped = dropped[:0]
+		if rej := m.MapWarn(nil, &rec, &row, &dropped); rej != nil {
 			addReject(*rej)
 			continue
+		}
+		for _, d := range dropped {
+			if stats.Dropped == nil {
+				stats.Dropped = map[string]int64{}
+			}
+			stats.Dropped[d.Code]++
 		}
 		stats.Mapped++
 		send, dupRej := dedupe.Check(row)
@@ -351,6 +362,13 @@ func (t *textPreview) end(s PreviewStats) {
 			parts = append(parts, fmt.Sprintf("%s %d", c, s.ByCode[c]))
 		}
 		t.printf(" (%s)", strings.Join(parts, ", "))
+	}
+	if len(s.Dropped) > 0 {
+		parts := make([]string, 0, len(s.Dropped))
+		for _, c := range sortedKeys(s.Dropped) {
+			parts = append(parts, fmt.Sprintf("%s %d", c, s.Dropped[c]))
+		}
+		t.printf(", invalid values dropped from rows sent (on_invalid = \"drop\"): %s", strings.Join(parts, ", "))
 	}
 	t.printf(", %s (%s).\n", count(s.Duplicates, "duplicate e-mail address", "duplicate e-mail addresses"), map[string]string{
 		DuplicatesLast:   "sent again: the last row wins",

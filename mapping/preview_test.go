@@ -201,3 +201,17 @@ func (s *sheetReader) Next(context.Context) (sources.Record, error) {
 }
 func (s *sheetReader) Progress() sources.Progress { return sources.Progress{} }
 func (s *sheetReader) Close() error               { return nil }
+
+// TestPreviewDropped: under on_invalid = "drop" the preview maps a row with a bad phone
+// number without it, and counts what is dropped.
+func TestPreviewDropped(t *testing.T) {
+	t.Parallel()
+	m := mustCompile(t, "on_invalid = \"drop\"\n"+previewSpec, []string{"E-post", "Fornavn", "Mobil", "Nyhetsbrev", "Medlemstype", "Notat", "Ekstra"}, testFields())
+	var out bytes.Buffer
+	stats, err := Preview(t.Context(), &out, newCSVReader(t, "E-post,Fornavn,Mobil,Nyhetsbrev,Medlemstype,Notat,Ekstra\nola@example.no,Ola,12345,ja,Platina,,\n"), m, PreviewOptions{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), stats.Mapped)
+	require.Equal(t, int64(0), stats.Rejected)
+	require.Equal(t, map[string]int64{CodeInvalidPhone: 1, CodeInvalidChoice: 1}, stats.Dropped)
+	require.Contains(t, out.String(), `invalid values dropped from rows sent (on_invalid = "drop"): invalid_choice 1, invalid_phone 1`)
+}

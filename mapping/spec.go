@@ -30,6 +30,13 @@ const (
 	DuplicatesReject = "reject" // the later row is a reject with code duplicate_email
 )
 
+// What becomes of a row with an invalid optional value (a phone number, a birthday, a custom
+// field …): the mapping's on_invalid, or a column's.
+const (
+	OnInvalidReject = "reject" // the row is a reject (the default)
+	OnInvalidDrop   = "drop"   // the value is dropped, the rest of the row sent, and a warning recorded
+)
+
 // DefaultSeparator splits tags and multiple-choice values when a column gives no separator.
 const DefaultSeparator = ","
 
@@ -50,6 +57,7 @@ var datatypes = []string{
 //	duplicates      = "last"    # last | first | reject (default last)
 //	default_country = "+47"     # country code of phone numbers written without one
 //	ignore          = ["Notat"] # columns deliberately not sent
+//	on_invalid      = "reject"  # an invalid optional value: reject the row, or "drop" the value
 //	tags            = ["import"] # tags added to every row
 //
 //	[columns]
@@ -61,6 +69,7 @@ var datatypes = []string{
 //	"Kilde"      = "custom:Kilde"  # a custom field by label; its datatype comes from the service
 //	"Interesser" = { custom = "Interesser", datatype = "multiple_choice", choices = ["Ski", "Fotball"], separator = ";" }
 //	"Intern ID"  = "ignore"
+//	"Mobil"      = { to = "phone", on_invalid = "drop" } # this column only
 //
 //	[constants]
 //	company = "Acme AS"           # any target but email and tags; values go through the same checks
@@ -76,6 +85,11 @@ type Spec struct {
 	CreateMissing  bool              `json:"create_missing,omitempty"`
 	Duplicates     string            `json:"duplicates,omitempty"`
 	DefaultCountry string            `json:"default_country,omitempty"`
+	// OnInvalid is what an invalid value of an optional column does to its row:
+	// OnInvalidReject ("" too) or OnInvalidDrop. A column's own OnInvalid wins. The e-mail,
+	// consent, status and external_id columns are never optional: their invalid values
+	// always reject the row.
+	OnInvalid string `json:"on_invalid,omitempty"`
 }
 
 // Column says where one source column goes.
@@ -94,6 +108,8 @@ type Column struct {
 	Choices []string `json:"choices,omitempty"`
 	// Separator splits tags and multiple-choice values; DefaultSeparator when empty.
 	Separator string `json:"separator,omitempty"`
+	// OnInvalid is Spec.OnInvalid for this column ("": the mapping's).
+	OnInvalid string `json:"on_invalid,omitempty"`
 }
 
 // SpecError says why a mapping is invalid. It lists every problem found, each naming the key
@@ -265,6 +281,13 @@ func (s *Spec) fromMap(m map[string]any) error {
 				continue
 			}
 			s.Duplicates = d
+		case "on_invalid":
+			o, ok := v.(string)
+			if !ok || (o != OnInvalidReject && o != OnInvalidDrop) {
+				e.add(k, "want \"reject\" or \"drop\", got %s", tomlValue(v))
+				continue
+			}
+			s.OnInvalid = o
 		case "default_country":
 			c, ok := v.(string)
 			if !ok {
@@ -277,7 +300,7 @@ func (s *Spec) fromMap(m map[string]any) error {
 			}
 			s.DefaultCountry = c
 		default:
-			e.add(keyPath(k), "unknown key (want columns, constants, tags, ignore, create_missing, duplicates or default_country)")
+			e.add(keyPath(k), "unknown key (want columns, constants, tags, ignore, create_missing, duplicates, default_country or on_invalid)")
 		}
 	}
 	for _, col := range s.Ignore {
@@ -301,8 +324,8 @@ func parseColumn(e *SpecError, key string, v any) (Column, bool) {
 		var c Column
 		ok := true
 		for _, k := range sortedKeys(v) {
-			if !slices.Contains([]string{"to", "custom", "datatype", "choices", "separator"}, k) {
-				e.add(key+"."+k, "unknown key (want to, custom, datatype, choices or separator)")
+			if !slices.Contains([]string{"to", "custom", "datatype", "choices", "separator", "on_invalid"}, k) {
+				e.add(key+"."+k, "unknown key (want to, custom, datatype, choices, separator or on_invalid)")
 				ok = false
 			}
 		}
@@ -356,6 +379,13 @@ func parseColumn(e *SpecError, key string, v any) (Column, bool) {
 			}
 			c.Separator = sep
 		}
+		if o, present := str("on_invalid"); present {
+			if o != OnInvalidReject && o != OnInvalidDrop {
+				e.add(key+".on_invalid", "want \"reject\" or \"drop\", got %q", o)
+				ok = false
+			}
+			c.OnInvalid = o
+		}
 		if x, present := v["choices"]; present {
 			list, isList := stringList(x)
 			if !isList {
@@ -379,6 +409,10 @@ func parseColumn(e *SpecError, key string, v any) (Column, bool) {
 			e.add(key+".separator", "a separator belongs to tags and multiple_choice fields only")
 			return Column{}, false
 		}
+		if c.OnInvalid == OnInvalidDrop && !optional(c.To) {
+			e.add(key+".on_invalid", "%s is never optional: an invalid value always rejects the row", c.To)
+			return Column{}, false
+		}
 		if c.Choices != nil && !isChoice(c.Datatype) {
 			e.add(key+".choices", "choices belong to single_choice, multiple_choice and dropdown fields only")
 			return Column{}, false
@@ -388,6 +422,17 @@ func parseColumn(e *SpecError, key string, v any) (Column, bool) {
 		e.add(key, "want a target string or a table, got %s", tomlType(v))
 		return Column{}, false
 	}
+}
+
+// optional reports whether an invalid value of target may be dropped (on_invalid = "drop"):
+// any target but the e-mail, the external id (a key), consents and statuses (a dropped
+// "no" could make someone active).
+func optional(target string) bool {
+	switch target {
+	case sink.FieldEmail, sink.FieldExternalID, TargetStatus, TargetStatusMobile, TargetIgnore:
+		return false
+	}
+	return !slices.Contains(sink.ConsentFields, target)
 }
 
 func isChoice(datatype string) bool {

@@ -99,6 +99,10 @@ func TestParseSpecErrors(t *testing.T) {
 		{"array constant", `constants = { city = ["a"] }`, []string{`constants.city: want a string, got an array`}},
 		{"ignored and mapped", "ignore = [\"A\"]\ncolumns = { A = \"city\" }", []string{`columns.A: the column is also in ignore`}},
 		{"several problems at once", "colour = 1\nduplicates = 1", []string{"colour: unknown key", "duplicates: want"}},
+		{"bad on_invalid", `on_invalid = "skip"`, []string{`on_invalid: want "reject" or "drop", got "skip"`}},
+		{"bad column on_invalid", `columns = { X = { to = "phone", on_invalid = "skip" } }`, []string{`columns.X.on_invalid: want "reject" or "drop", got "skip"`}},
+		{"drop an e-mail", `columns = { X = { to = "email", on_invalid = "drop" } }`, []string{`columns.X.on_invalid: email is never optional`}},
+		{"drop a consent", `columns = { X = { to = "SAMTYKKEEPOST", on_invalid = "drop" } }`, []string{`columns.X.on_invalid: SAMTYKKEEPOST is never optional`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -280,6 +280,42 @@ DELETE FROM subsync_fingerprint;
 DELETE FROM subsync_fingerprint_recent;
 ALTER TABLE subsync_fingerprint_recent ADD COLUMN source BIGINT NOT NULL DEFAULT 0`,
 	},
+	{
+		version: 6,
+		name:    "whole rejected rows (the source header once per run, each reject's row) and warnings",
+		sqlite: `
+ALTER TABLE subsync_run ADD COLUMN source_header TEXT NOT NULL DEFAULT '';
+ALTER TABLE subsync_reject ADD COLUMN row_values TEXT NOT NULL DEFAULT '';
+CREATE TABLE subsync_warning (
+    run_id     INTEGER NOT NULL REFERENCES subsync_run (id) ON DELETE CASCADE,
+    ordinal    INTEGER NOT NULL,
+    seq        INTEGER NOT NULL,
+    line       INTEGER NOT NULL,
+    sheet      TEXT    NOT NULL DEFAULT '',
+    col        TEXT    NOT NULL DEFAULT '',
+    value      TEXT    NOT NULL DEFAULT '',
+    code       TEXT    NOT NULL,
+    reason     TEXT    NOT NULL,
+    row_values TEXT    NOT NULL DEFAULT '',
+    PRIMARY KEY (run_id, ordinal, seq)
+) WITHOUT ROWID`,
+		postgres: `
+ALTER TABLE subsync_run ADD COLUMN source_header TEXT NOT NULL DEFAULT '';
+ALTER TABLE subsync_reject ADD COLUMN row_values TEXT NOT NULL DEFAULT '';
+CREATE TABLE subsync_warning (
+    run_id     BIGINT  NOT NULL REFERENCES subsync_run (id) ON DELETE CASCADE,
+    ordinal    BIGINT  NOT NULL,
+    seq        INTEGER NOT NULL,
+    line       INTEGER NOT NULL,
+    sheet      TEXT    NOT NULL DEFAULT '',
+    col        TEXT    NOT NULL DEFAULT '',
+    value      TEXT    NOT NULL DEFAULT '',
+    code       TEXT    NOT NULL,
+    reason     TEXT    NOT NULL,
+    row_values TEXT    NOT NULL DEFAULT '',
+    PRIMARY KEY (run_id, ordinal, seq)
+)`,
+	},
 }
 
 // migrationLockKey is the Postgres advisory lock that serialises concurrent migrators.
@@ -353,6 +389,17 @@ func Migrate(ctx context.Context, db *sql.DB, d Dialect) ([]int, error) {
 		return nil, fmt.Errorf("migrate subsync tables (%s): %w", d, err)
 	}
 	return applied, nil
+}
+
+// Versions lists the schema versions this build knows, oldest first. Versions are not
+// always contiguous: a version is numbered when its work starts, and they are released in
+// any order.
+func Versions() []int {
+	v := make([]int, len(migrations))
+	for i, m := range migrations {
+		v[i] = m.version
+	}
+	return v
 }
 
 // LatestVersion is the newest schema version this build knows.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/csv"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -19,7 +21,8 @@ const (
 	CodeDuplicate = "duplicate"
 )
 
-// Reject is a source row a run did not send, and why.
+// Reject is a source row a run did not send, and why. A warning (Checkpoint.Warnings) has the
+// same form: a row that was sent without one of its values, and why.
 type Reject struct {
 	Ordinal int64  // the row's Record.Ordinal; unique within a run
 	Line    int    // where a person finds the row (CSV line, worksheet row, SQL row number)
@@ -28,79 +31,273 @@ type Reject struct {
 	Value   string // the offending value, as read
 	Code    string // a stable, machine-readable code
 	Reason  string // a sentence for people
+	// Row is the whole source row, as EncodeRow wrote it; "" when not known (rows recorded
+	// before schema version 6).
+	Row string
 }
 
-// insertRejects writes rejects, ignoring ones already recorded (a resumed run never records
-// a row twice).
-func insertRejects(ctx context.Context, tx *sql.Tx, d Dialect, runID int64, rejects []Reject) error {
-	const cols = 8
+// EncodeRow encodes a source row's values for Reject.Row: a JSON array of strings. Bytes
+// that are not UTF-8 become U+FFFD (a database's text column takes nothing else).
+func EncodeRow(values []string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(values); err != nil {
+		return "" // a []string always encodes
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// DecodeRow decodes a Reject.Row; "" is no values.
+func DecodeRow(row string) ([]string, error) {
+	if row == "" {
+		return nil, nil
+	}
+	var v []string
+	if err := json.Unmarshal([]byte(row), &v); err != nil {
+		return nil, fmt.Errorf("decode rejected row: %w", err)
+	}
+	return v, nil
+}
+
+// insertRejects writes rejects (table subsync_reject) or warnings (subsync_warning), ignoring
+// ones already recorded (a resumed run never records a row twice). A row's warnings stand
+// together in rejects; each gets its place among them (seq).
+func insertRejects(ctx context.Context, tx *sql.Tx, d Dialect, runID int64, table string, rejects []Reject) error {
+	warnings := table == "subsync_warning"
+	cols, conflict, into := 9, "(run_id, ordinal)", "(run_id, ordinal, line, sheet, col, value, code, reason, row_values)"
+	if warnings {
+		cols, conflict, into = 10, "(run_id, ordinal, seq)", "(run_id, ordinal, line, sheet, col, value, code, reason, row_values, seq)"
+	}
 	maxRows := d.bulkRows()
+	seq, prev := 0, int64(-1)
 	for len(rejects) > 0 {
 		n := min(len(rejects), maxRows)
 		var b strings.Builder
-		b.WriteString("INSERT INTO subsync_reject (run_id, ordinal, line, sheet, col, value, code, reason) VALUES ")
+		b.WriteString("INSERT INTO " + table + " " + into + " VALUES ")
 		d.placeholders(&b, n, cols, 1)
-		b.WriteString(" ON CONFLICT (run_id, ordinal) DO NOTHING")
+		b.WriteString(" ON CONFLICT " + conflict + " DO NOTHING")
 		args := make([]any, 0, n*cols)
 		for _, r := range rejects[:n] {
-			args = append(args, runID, r.Ordinal, r.Line, r.Sheet, r.Column, r.Value, r.Code, r.Reason)
+			args = append(args, runID, r.Ordinal, r.Line, r.Sheet, r.Column, r.Value, r.Code, r.Reason, r.Row)
+			if warnings {
+				if r.Ordinal != prev {
+					seq, prev = 0, r.Ordinal
+				}
+				args = append(args, seq)
+				seq++
+			}
 		}
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("record rejects of run %d: %w", runID, err)
+			return fmt.Errorf("record %s of run %d: %w", strings.TrimPrefix(table, "subsync_")+"s", runID, err)
 		}
 		rejects = rejects[n:]
 	}
 	return nil
 }
 
+// SetSourceHeader records the header of a run's source (the column names of a SQL query), once
+// per run: the rejects export writes it above the rejected rows. The caller holds the lease.
+func (s *Store) SetSourceHeader(ctx context.Context, runID int64, owner string, header []string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE subsync_run SET source_header = $3 WHERE id = $1 AND lease_owner = $2`,
+		runID, owner, EncodeRow(header))
+	if err != nil {
+		return fmt.Errorf("record the source header of run %d: %w", runID, err)
+	}
+	return fenced(res, runID)
+}
+
+// SourceHeader returns the header of a run's source, nil when it was not recorded.
+func (s *Store) SourceHeader(ctx context.Context, runID int64) ([]string, error) {
+	var h string
+	err := s.db.QueryRowContext(ctx, `SELECT source_header FROM subsync_run WHERE id = $1`, runID).Scan(&h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("run %d: %w", runID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the source header of run %d: %w", runID, err)
+	}
+	return DecodeRow(h)
+}
+
 // Rejects streams the rejects of a run in source order to fn. It stops at fn's first error
 // and returns it.
 func (s *Store) Rejects(ctx context.Context, runID int64, fn func(Reject) error) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT ordinal, line, sheet, col, value, code, reason
-FROM subsync_reject WHERE run_id = $1 ORDER BY ordinal`, runID)
+	return s.streamRejects(ctx, runID, "rejects", `SELECT ordinal, line, sheet, col, value, code, reason, row_values
+FROM subsync_reject WHERE run_id = $1 ORDER BY ordinal`, fn)
+}
+
+// Warnings streams the warnings of a run in source order to fn (a row's warnings in the order
+// mapping found them). It stops at fn's first error and returns it.
+func (s *Store) Warnings(ctx context.Context, runID int64, fn func(Reject) error) error {
+	return s.streamRejects(ctx, runID, "warnings", `SELECT ordinal, line, sheet, col, value, code, reason, row_values
+FROM subsync_warning WHERE run_id = $1 ORDER BY ordinal, seq`, fn)
+}
+
+// warningsOfSentRows is Warnings without the rows that were rejected after all (a duplicate,
+// a row the service refused): the export lists those once, as rejects.
+const warningsOfSentRows = `SELECT ordinal, line, sheet, col, value, code, reason, row_values
+FROM subsync_warning w WHERE run_id = $1
+    AND NOT EXISTS (SELECT 1 FROM subsync_reject r WHERE r.run_id = w.run_id AND r.ordinal = w.ordinal)
+ORDER BY ordinal, seq`
+
+func (s *Store) streamRejects(ctx context.Context, runID int64, what, query string, fn func(Reject) error) error {
+	rows, err := s.db.QueryContext(ctx, query, runID)
 	if err != nil {
-		return fmt.Errorf("read rejects of run %d: %w", runID, err)
+		return fmt.Errorf("read %s of run %d: %w", what, runID, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var r Reject
-		if err := rows.Scan(&r.Ordinal, &r.Line, &r.Sheet, &r.Column, &r.Value, &r.Code, &r.Reason); err != nil {
-			return fmt.Errorf("read rejects of run %d: %w", runID, err)
+		if err := rows.Scan(&r.Ordinal, &r.Line, &r.Sheet, &r.Column, &r.Value, &r.Code, &r.Reason, &r.Row); err != nil {
+			return fmt.Errorf("read %s of run %d: %w", what, runID, err)
 		}
 		if err := fn(r); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read rejects of run %d: %w", runID, err)
+		return fmt.Errorf("read %s of run %d: %w", what, runID, err)
 	}
 	return nil
 }
 
-// WriteRejectsCSV writes the rejects of a run as CSV with a header row
-// (line, sheet, column, value, code, reason). Cells that a spreadsheet would take for a
-// formula — starting with '=', '+', '-', '@', a tab or a carriage return — are prefixed with
-// a single quote, so opening the export never runs anything.
-func (s *Store) WriteRejectsCSV(ctx context.Context, w io.Writer, runID int64) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"line", "sheet", "column", "value", "code", "reason"}); err != nil {
-		return fmt.Errorf("write rejects csv: %w", err)
+// WarningCounts returns how many warnings a run recorded, by code.
+func (s *Store) WarningCounts(ctx context.Context, runID int64) (map[string]int64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT code, COUNT(*) FROM subsync_warning WHERE run_id = $1 GROUP BY code`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("count warnings of run %d: %w", runID, err)
 	}
-	err := s.Rejects(ctx, runID, func(r Reject) error {
-		rec := []string{strconv.Itoa(r.Line), r.Sheet, r.Column, r.Value, r.Code, r.Reason}
-		for i := range rec {
-			rec[i] = NeutraliseCell(rec[i])
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var code string
+		var n int64
+		if err := rows.Scan(&code, &n); err != nil {
+			return nil, fmt.Errorf("count warnings of run %d: %w", runID, err)
 		}
-		if err := cw.Write(rec); err != nil {
-			return fmt.Errorf("write rejects csv: %w", err)
-		}
-		return nil
-	})
+		out[code] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count warnings of run %d: %w", runID, err)
+	}
+	return out, nil
+}
+
+// ExportPrefix starts the names of the columns a rejects export adds to the source's own
+// (ExportColumns). Mapping ignores columns so named, so an export imports as it stands.
+const ExportPrefix = "subsync:"
+
+// ExportColumns are the columns a rejects export adds after the source's own: whether the row
+// was rejected or sent with a warning, where it stood, the column at fault, the code and
+// the reason.
+var ExportColumns = []string{ExportPrefix + "kind", ExportPrefix + "line", ExportPrefix + "column",
+	ExportPrefix + "code", ExportPrefix + "reason"}
+
+// Kinds of row in a rejects export (its subsync:kind column).
+const (
+	ExportRejected = "rejected" // the row was not sent
+	ExportWarning  = "warning"  // the row was sent without the value(s) named
+)
+
+// WriteRejectsCSV writes the rejects of a run as CSV, for a person to fix in a spreadsheet and
+// import again: every rejected row whole, under the source's own header, followed by
+// the ExportColumns; then the rows sent with a warning (a value dropped, see mapping's
+// on_invalid), one line a row, the columns, codes and reasons of several warnings joined
+// with "; ". A row with more cells than the header (a ragged CSV row) has the extra cells
+// joined into its last one, with ", ". Runs recorded before schema version 6 have no source
+// header: their export is the former one, (line, sheet, column, value, code, reason).
+//
+// Cells that a spreadsheet would take for a formula — starting with '=', '+', '-', '@', a tab
+// or a carriage return — are prefixed with a single quote, so opening the export never runs
+// anything; an import of the export takes the quote away again (RestoreCell).
+func (s *Store) WriteRejectsCSV(ctx context.Context, w io.Writer, runID int64) error {
+	header, err := s.SourceHeader(ctx, runID)
+	if err != nil {
+		return err
+	}
+	cw := csv.NewWriter(w)
+	if len(header) == 0 {
+		err = s.writeRejectsV1(ctx, cw, runID)
+	} else {
+		err = s.writeRejectRows(ctx, cw, runID, header)
+	}
 	if err != nil {
 		return err
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write rejects csv: %w", err)
+	}
+	return nil
+}
+
+// writeRejectsV1 writes the rejects of a run recorded without its source header.
+func (s *Store) writeRejectsV1(ctx context.Context, cw *csv.Writer, runID int64) error {
+	if err := cw.Write([]string{"line", "sheet", "column", "value", "code", "reason"}); err != nil {
+		return fmt.Errorf("write rejects csv: %w", err)
+	}
+	return s.Rejects(ctx, runID, func(r Reject) error {
+		return writeNeutralised(cw, []string{strconv.Itoa(r.Line), r.Sheet, r.Column, r.Value, r.Code, r.Reason})
+	})
+}
+
+func (s *Store) writeRejectRows(ctx context.Context, cw *csv.Writer, runID int64, header []string) error {
+	rec := make([]string, len(header)+len(ExportColumns))
+	copy(rec, header)
+	copy(rec[len(header):], ExportColumns)
+	if err := writeNeutralised(cw, rec); err != nil {
+		return err
+	}
+	write := func(kind string, r Reject) error {
+		values, err := DecodeRow(r.Row)
+		if err != nil {
+			return fmt.Errorf("run %d line %d: %w", runID, r.Line, err)
+		}
+		clear(rec)
+		copy(rec, values)
+		if n := len(header); len(values) > n {
+			rec[n-1] = strings.Join(values[n-1:], ", ")
+		}
+		copy(rec[len(header):], []string{kind, strconv.Itoa(r.Line), r.Column, r.Code, r.Reason})
+		return writeNeutralised(cw, rec)
+	}
+	if err := s.Rejects(ctx, runID, func(r Reject) error { return write(ExportRejected, r) }); err != nil {
+		return err
+	}
+	// A row's warnings are joined into one line of the export.
+	var row Reject
+	pending := false
+	err := s.streamRejects(ctx, runID, "warnings", warningsOfSentRows, func(r Reject) error {
+		if pending && r.Ordinal == row.Ordinal {
+			row.Column += "; " + r.Column
+			row.Code += "; " + r.Code
+			row.Reason += "; " + r.Reason
+			return nil
+		}
+		if pending {
+			if err := write(ExportWarning, row); err != nil {
+				return err
+			}
+		}
+		row, pending = r, true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if pending {
+		return write(ExportWarning, row)
+	}
+	return nil
+}
+
+// writeNeutralised writes rec with every cell neutralised (NeutraliseCell), in place.
+func writeNeutralised(cw *csv.Writer, rec []string) error {
+	for i := range rec {
+		rec[i] = NeutraliseCell(rec[i])
+	}
+	if err := cw.Write(rec); err != nil {
 		return fmt.Errorf("write rejects csv: %w", err)
 	}
 	return nil
@@ -115,6 +312,20 @@ func NeutraliseCell(v string) string {
 	switch v[0] {
 	case '=', '+', '-', '@', '\t', '\r':
 		return "'" + v
+	}
+	return v
+}
+
+// RestoreCell undoes NeutraliseCell: a value that starts with a single quote followed by what
+// NeutraliseCell quotes loses the quote. Mapping applies it to the cells of a rejects export
+// being imported again.
+func RestoreCell(v string) string {
+	if len(v) < 2 || v[0] != '\'' {
+		return v
+	}
+	switch v[1] {
+	case '=', '+', '-', '@', '\t', '\r':
+		return v[1:]
 	}
 	return v
 }

@@ -222,6 +222,9 @@ type Checkpoint struct {
 	// Delta is added to the run's counts.
 	Delta   Counts
 	Rejects []Reject
+	// Warnings are rows sent without a value mapping dropped (see mapping's on_invalid); a
+	// row's warnings stand together. They add nothing to the counts.
+	Warnings []Reject
 }
 
 // SetTotals records what is known in advance of a run's size.
@@ -256,7 +259,10 @@ WHERE id = $1 AND lease_owner = $2`,
 		if err := fenced(res, cp.RunID); err != nil {
 			return err
 		}
-		return insertRejects(ctx, tx, s.d, cp.RunID, cp.Rejects)
+		if err := insertRejects(ctx, tx, s.d, cp.RunID, "subsync_reject", cp.Rejects); err != nil {
+			return err
+		}
+		return insertRejects(ctx, tx, s.d, cp.RunID, "subsync_warning", cp.Warnings)
 	})
 }
 

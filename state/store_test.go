@@ -76,7 +76,7 @@ func TestMigrate(t *testing.T) {
 		}
 		var versions int
 		require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_migration").Scan(&versions))
-		require.Equal(t, state.LatestVersion(), versions)
+		require.Equal(t, len(state.Versions()), versions)
 	})
 
 	t.Run("ConcurrentFirstMigration", func(t *testing.T) {
@@ -102,7 +102,7 @@ func TestMigrate(t *testing.T) {
 			require.NoError(t, errs[i])
 			sum += total[i]
 		}
-		require.Equal(t, state.LatestVersion(), sum, "each version is applied exactly once")
+		require.Equal(t, len(state.Versions()), sum, "each version is applied exactly once")
 	})
 }
 
@@ -355,6 +355,70 @@ func TestWriteRejectsCSV(t *testing.T) {
 			require.Equal(t, "'=bad "+values[i], rec[5], "reason of row %d", i)
 		}
 	})
+}
+
+// TestWriteRejectsCSVWholeRows: with the source header recorded, the export is the rejected
+// rows whole under that header, plus subsync's columns, then the rows sent with warnings
+// (one line a row), formula-safe; a resumed run records nothing twice.
+func TestWriteRejectsCSVWholeRows(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		run, err := s.ClaimRun(ctx, claim(1, "o", time.Minute))
+		require.NoError(t, err)
+		header := []string{"E-post", "Navn", "Mobil"}
+		require.NoError(t, s.SetSourceHeader(ctx, run.ID, "o", header))
+		row := func(v ...string) string { return state.EncodeRow(v) }
+		cp := state.Checkpoint{RunID: run.ID, Owner: "o", TTL: time.Minute, Position: 6,
+			Rejects: []state.Reject{
+				{Ordinal: 2, Line: 3, Column: "E-post", Value: "not-an-email", Code: "invalid_email", Reason: "the e-mail address is not valid",
+					Row: row("not-an-email", "=Bob", "+47 91 23 45 67")},
+				{Ordinal: 4, Line: 5, Code: "row_unreadable", Reason: "wrong number of fields",
+					Row: row("x@example.com", "Ragged", "1", "2", "3")},
+				{Ordinal: 6, Line: 7, Code: "refused", Reason: "refused", Row: row("dup@example.com", "Dup", "bad")},
+			},
+			Warnings: []state.Reject{
+				{Ordinal: 3, Line: 4, Column: "Mobil", Value: "12", Code: "invalid_phone", Reason: "the phone number is too short",
+					Row: row("ada@example.com", "Ada", "12")},
+				{Ordinal: 5, Line: 6, Column: "Mobil", Value: "1", Code: "invalid_phone", Reason: "p",
+					Row: row("eve@example.com", "Eve", "1")},
+				{Ordinal: 5, Line: 6, Column: "Navn", Value: "x", Code: "too_long", Reason: "n",
+					Row: row("eve@example.com", "Eve", "1")},
+				{Ordinal: 6, Line: 7, Column: "Mobil", Value: "bad", Code: "invalid_phone", Reason: "p",
+					Row: row("dup@example.com", "Dup", "bad")},
+			}}
+		require.NoError(t, s.Checkpoint(ctx, cp))
+		cp.Position = 7
+		require.NoError(t, s.Checkpoint(ctx, cp), "a resumed run checkpoints the same rows again")
+
+		var buf bytes.Buffer
+		require.NoError(t, s.WriteRejectsCSV(ctx, &buf, run.ID))
+		recs, err := csv.NewReader(&buf).ReadAll()
+		require.NoError(t, err)
+		require.Equal(t, [][]string{
+			{"E-post", "Navn", "Mobil", "subsync:kind", "subsync:line", "subsync:column", "subsync:code", "subsync:reason"},
+			{"not-an-email", "'=Bob", "'+47 91 23 45 67", "rejected", "3", "E-post", "invalid_email", "the e-mail address is not valid"},
+			{"x@example.com", "Ragged", "1, 2, 3", "rejected", "5", "", "row_unreadable", "wrong number of fields"},
+			{"dup@example.com", "Dup", "bad", "rejected", "7", "", "refused", "refused"},
+			{"ada@example.com", "Ada", "12", "warning", "4", "Mobil", "invalid_phone", "the phone number is too short"},
+			{"eve@example.com", "Eve", "1", "warning", "6", "Mobil; Navn", "invalid_phone; too_long", "p; n"},
+		}, recs)
+
+		counts, err := s.WarningCounts(ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{"invalid_phone": 3, "too_long": 1}, counts)
+		var warned []int64
+		require.NoError(t, s.Warnings(ctx, run.ID, func(r state.Reject) error { warned = append(warned, r.Ordinal); return nil }))
+		require.Equal(t, []int64{3, 5, 5, 6}, warned)
+	})
+}
+
+func TestRestoreCell(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"=HYPERLINK(\"http://x\")", "+47 123", "-1", "@SUM(A1)", "\tx", "\rx", "plain", "", "'", "'quoted"} {
+		require.Equal(t, v, state.RestoreCell(state.NeutraliseCell(v)), "%q", v)
+	}
 }
 
 func TestFingerprints(t *testing.T) {

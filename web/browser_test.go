@@ -179,8 +179,9 @@ func TestPagesInBrowser(t *testing.T) {
 			recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
 			require.NoError(t, err)
 			require.Len(t, recs, 4)
-			require.Equal(t, []string{"line", "sheet", "column", "value", "code", "reason"}, recs[0])
-			require.Equal(t, `'=HYPERLINK("http://x")`, recs[2][3])
+			require.Equal(t, []string{"E-post", "Fornavn", "Etternavn", "Mobil", "subsync:kind", "subsync:line", "subsync:column",
+				"subsync:code", "subsync:reason"}, recs[0])
+			require.Equal(t, `'=HYPERLINK("http://x")`, recs[2][0])
 
 			// The suppression search finds the person who unsubscribed, learnt by the pull.
 			require.Equal(t, 200, p.Navigate(srv.URL+"/suppression"))

@@ -1,7 +1,10 @@
 package main_test
 
 import (
+	"bytes"
+	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -85,4 +88,103 @@ metrics_address = "off"
 	var runs []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &runs))
 	require.Empty(t, runs)
+
+	firstContactRejects(t, noXDG)
+}
+
+// firstContactRejects: a file with bad rows imports with rejects; the rejects export, fixed
+// by a script as a person would in a spreadsheet, imports back with zero rejects; the same
+// file with on_invalid = "drop" delivers the row with a bad phone number without it, and
+// `runs ID` shows the warning.
+func firstContactRejects(t *testing.T, noXDG []string) {
+	srv, dir, env := emulator(t)
+	env = append(env, noXDG...)
+	conf := filepath.Join(dir, "subsync.toml")
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("[worker]\nmetrics_address = \"off\"\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	listID := srv.CreateList("First contact")
+	list := fmt.Sprint(listID)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "contacts.csv"), []byte(
+		"E-post,Fornavn,Mobil,Notat\n"+
+			"ada@example.com,Ada,912 34 567,ok\n"+
+			"not-an-email,Bob,+47 913 45 678,=fix me\n"+
+			"eve@example.com,Eve,12345,x\n"), 0o600))
+
+	importWait := func(file string, args ...string) (id int64, read, sent, rejected int64) {
+		t.Helper()
+		r := run(t, dir, env, append([]string{"import", file, "--list", list, "--wait", "--json"}, args...)...)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		var res struct {
+			ID     int64 `json:"id"`
+			Counts struct{ Read, Sent, Rejected int64 }
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
+		return res.ID, res.Counts.Read, res.Counts.Sent, res.Counts.Rejected
+	}
+	id, read, sent, rejected := importWait("contacts.csv")
+	require.Equal(t, [3]int64{3, 1, 2}, [3]int64{read, sent, rejected})
+
+	r := run(t, dir, env, "runs", fmt.Sprint(id), "--rejects", "rejects.csv")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	data, err := os.ReadFile(filepath.Join(dir, "rejects.csv"))
+	require.NoError(t, err)
+	recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, []string{"E-post", "Fornavn", "Mobil", "Notat",
+		"subsync:kind", "subsync:line", "subsync:column", "subsync:code", "subsync:reason"}, recs[0])
+	require.Len(t, recs, 3)
+	require.Equal(t, []string{"not-an-email", "Bob", "'+47 913 45 678", "'=fix me", "rejected", "3", "E-post", "invalid_email"}, recs[1][:8],
+		"the row whole, formula-safe")
+	require.Equal(t, []string{"eve@example.com", "Eve", "12345", "x", "rejected", "4", "Mobil", "invalid_phone"}, recs[2][:8])
+
+	// The fix, as a person makes it in a spreadsheet: by the code, the cell at fault.
+	for _, rec := range recs[1:] {
+		switch rec[7] {
+		case "invalid_email":
+			rec[0] = "bob@example.com"
+		case "invalid_phone":
+			rec[2] = "912 34 999"
+		}
+	}
+	var fixed bytes.Buffer
+	w := csv.NewWriter(&fixed)
+	require.NoError(t, w.WriteAll(recs))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "fixed.csv"), fixed.Bytes(), 0o600))
+	_, read, sent, rejected = importWait("fixed.csv")
+	require.Equal(t, [3]int64{2, 2, 0}, [3]int64{read, sent, rejected}, "the corrected export imports with zero rejects")
+	bob, ok := srv.SubscriberByEmail("bob@example.com")
+	require.True(t, ok)
+	require.Equal(t, "+4791345678", bob.Fields["phone"], "the quote the export put before +47 is gone")
+	eve, ok := srv.SubscriberByEmail("eve@example.com")
+	require.True(t, ok)
+	require.Equal(t, "+4791234999", eve.Fields["phone"])
+
+	// A bad optional value need not lose the contact: with on_invalid = "drop" the row is
+	// sent without it, and the run shows the warning.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "drop.toml"), []byte(`on_invalid = "drop"
+[columns]
+"E-post" = "email"
+Fornavn = "firstname"
+Mobil = "phone"
+Notat = "ignore"
+`), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "late.csv"), []byte("E-post,Fornavn,Mobil,Notat\nmia@example.com,Mia,12345,x\n"), 0o600))
+	_, read, sent, rejected = importWait("late.csv")
+	require.Equal(t, [3]int64{1, 0, 1}, [3]int64{read, sent, rejected}, "rejected by default")
+	id, read, sent, rejected = importWait("late.csv", "--mapping", "drop.toml")
+	require.Equal(t, [3]int64{1, 1, 0}, [3]int64{read, sent, rejected}, "delivered under on_invalid = drop")
+	mia, ok := srv.SubscriberByEmail("mia@example.com")
+	require.True(t, ok)
+	require.Equal(t, "Mia", mia.Fields["firstname"])
+	require.Empty(t, mia.Fields["phone"])
+	r = run(t, dir, env, "runs", fmt.Sprint(id))
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "1 (invalid_phone 1), values dropped from rows that were sent")
+	require.Contains(t, r.stdout, `line 2 column "Mobil": invalid_phone: the phone number has 5 digits`)
+	r = run(t, dir, env, "runs", fmt.Sprint(id), "--rejects", "-")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "mia@example.com,Mia,12345,x,warning,2,Mobil,invalid_phone,")
 }

@@ -55,6 +55,7 @@ type batch struct {
 	emails         []uint64
 	payloads       []uint64
 	sources        []uint64
+	vals           [][]string // the rows' source values, for a refused row's reject
 	minOrd, maxOrd int64
 
 	res       sink.BatchResult
@@ -110,6 +111,7 @@ func (t *batcher) add(ctx context.Context, c *chunk, i int) error {
 	b.emails = append(b.emails, emailHash)
 	b.payloads = append(b.payloads, c.payloads[i])
 	b.sources = append(b.sources, c.sources[i])
+	b.vals = append(b.vals, c.vals[i])
 	b.maxOrd = r.Ordinal
 	if len(b.rows) == sink.MaxBatchRows {
 		return t.dispatch(ctx, b)
@@ -123,14 +125,15 @@ func (t *batcher) newBatch(key groupKey, minOrd int64) *batch {
 		b := t.free[n-1]
 		t.free = t.free[:n-1]
 		b.mem.reset()
+		clear(b.vals) // drop the source rows
 		*b = batch{key: key, minOrd: minOrd, mem: b.mem, rows: b.rows[:0], ords: b.ords[:0], lines: b.lines[:0],
-			emails: b.emails[:0], payloads: b.payloads[:0], sources: b.sources[:0]}
+			emails: b.emails[:0], payloads: b.payloads[:0], sources: b.sources[:0], vals: b.vals[:0]}
 		return b
 	}
 	const n = sink.MaxBatchRows
 	return &batch{key: key, minOrd: minOrd, rows: make([]sink.Subscriber, 0, n), ords: make([]int64, 0, n),
 		lines: make([]int, 0, n), emails: make([]uint64, 0, n), payloads: make([]uint64, 0, n),
-		sources: make([]uint64, 0, n)}
+		sources: make([]uint64, 0, n), vals: make([][]string, 0, n)}
 }
 
 // openByAge returns the open batches, oldest first row first.

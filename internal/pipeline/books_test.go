@@ -98,8 +98,8 @@ Nyhetsbrev = "SAMTYKKEEPOST"
 		return nil
 	}))
 	require.Len(t, rejects, 1)
-	require.Equal(t, state.Reject{Ordinal: 2, Line: 3, Value: "person2@example.com", Code: state.CodeRefused, Reason: "refused"},
-		rejects[0])
+	require.Equal(t, state.Reject{Ordinal: 2, Line: 3, Value: "person2@example.com", Code: state.CodeRefused, Reason: "refused",
+		Row: `["person2@example.com","Nekt","ja"]`}, rejects[0])
 }
 
 // TestPipelineCountsRequestsWaitedOut: a batch the service answers with a Retry-After longer

@@ -34,9 +34,11 @@ type chunk struct {
 	candFPs  []state.Fingerprint // scratch: the fingerprints stored for cands
 	candKeys []uint64            // scratch: the cands' e-mail hashes
 	rows     []mapping.Row
-	arena    mapping.Arena // the values the rows' mapping made; reset by release only
-	sources  []uint64      // the rows' source hashes (sourceHash)
-	dups     []bool        // the row's e-mail appeared earlier in the run
+	arena    mapping.Arena    // the values the rows' mapping made; reset by release only
+	sources  []uint64         // the rows' source hashes (sourceHash)
+	vals     [][]string       // the rows' source values, for a reject made later (a duplicate, a refused row)
+	warns    []mapping.Reject // scratch of mapRow: the values mapping dropped from a row
+	dups     []bool           // the row's e-mail appeared earlier in the run
 	emails   []uint64
 	payloads []uint64
 	outcomes []outcome           // in ordinal order once filtered
@@ -69,22 +71,35 @@ func (c *chunk) release() {
 	clear(c.rows) // drop the strings the rows point at
 	clear(c.outcomes)
 	clear(c.cands)
+	clear(c.vals)
+	clear(c.warns)
 	c.arena.Reset()
 	*c = chunk{arena: c.arena, recs: c.recs[:0], before: c.before[:0], rows: c.rows[:0], sources: c.sources[:0],
 		dups: c.dups[:0], emails: c.emails[:0], payloads: c.payloads[:0], outcomes: c.outcomes[:0],
 		skip: c.skip[:0], observe: c.observe[:0], stored: c.stored[:0], known: c.known[:0],
-		cands: c.cands[:0], candFPs: c.candFPs[:0], candKeys: c.candKeys[:0]}
+		cands: c.cands[:0], candFPs: c.candFPs[:0], candKeys: c.candKeys[:0], vals: c.vals[:0], warns: c.warns[:0]}
 }
 
-// mapRow maps rec in place, into the chunk's next row, and returns that row; or records the
-// reject and returns nil.
+// mapRow maps rec in place, into the chunk's next row, and returns that row, recording a
+// warning for each value mapping dropped (on_invalid = "drop"); or records the reject and
+// returns nil. The caller appends the row's source hash and values (vals).
 func (c *chunk) mapRow(m *mapping.Mapper, rec *sources.Record) *mapping.Row {
 	c.rows = append(c.rows, mapping.Row{})
 	row := &c.rows[len(c.rows)-1]
-	if rej := m.MapInto(&c.arena, rec, row); rej != nil {
+	c.warns = c.warns[:0]
+	if rej := m.MapWarn(&c.arena, rec, row, &c.warns); rej != nil {
 		c.dropRow()
-		c.reject(*rej)
+		c.reject(*rej, rec.Values)
 		return nil
+	}
+	if len(c.warns) > 0 {
+		whole := state.EncodeRow(rec.Values)
+		for _, w := range c.warns {
+			rec := w.Record()
+			rec.Row = whole
+			c.outcomes = append(c.outcomes, outcome{ord: w.Ordinal, kind: outWarning, reject: &rec})
+		}
+		clear(c.warns)
 	}
 	return row
 }
@@ -103,10 +118,12 @@ func (c *chunk) dropRow() {
 	c.rows = c.rows[:len(c.rows)-1]
 }
 
-// reject records a reject; its value is copied, for it may be one mapping made in the chunk's
-// Arena (a lower-cased duplicate e-mail), and the reject outlives the chunk.
-func (c *chunk) reject(r mapping.Reject) {
+// reject records a reject with its source row (values) whole; its value is copied, for it
+// may be one mapping made in the chunk's Arena (a lower-cased duplicate e-mail), and the
+// reject outlives the chunk.
+func (c *chunk) reject(r mapping.Reject, values []string) {
 	rec := r.Record() // copies the value out of the chunk's arena
+	rec.Row = state.EncodeRow(values)
 	c.outcomes = append(c.outcomes, outcome{ord: r.Ordinal, kind: outRejected, reject: &rec})
 }
 

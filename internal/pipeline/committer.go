@@ -119,7 +119,10 @@ func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch
 		if o.refresh != nil {
 			u.fps = append(u.fps, *o.refresh)
 		}
-		if o.reject != nil {
+		switch {
+		case o.kind == outWarning:
+			u.cp.Warnings = append(u.cp.Warnings, *o.reject)
+		case o.reject != nil:
 			u.cp.Rejects = append(u.cp.Rejects, *o.reject)
 		}
 		n++
@@ -167,7 +170,8 @@ func (c *committer) countBatch(u *commitUnit, b *batch, w int64) {
 			rr := rejects[b.rejAt]
 			d.Rejected++
 			u.cp.Rejects = append(u.cp.Rejects, state.Reject{Ordinal: b.ords[i], Line: b.lines[i],
-				Sheet: c.sheet, Value: strings.Clone(rr.Email), Code: state.CodeRefused, Reason: rr.Reason})
+				Sheet: c.sheet, Value: strings.Clone(rr.Email), Code: state.CodeRefused, Reason: rr.Reason,
+				Row: state.EncodeRow(b.vals[i])})
 			continue
 		}
 		d.Sent++
@@ -264,6 +268,7 @@ func mergeCheckpoints(units []*commitUnit) state.Checkpoint {
 	for _, u := range units {
 		cp.Delta = cp.Delta.Add(u.cp.Delta)
 		cp.Rejects = append(cp.Rejects, u.cp.Rejects...)
+		cp.Warnings = append(cp.Warnings, u.cp.Warnings...)
 	}
 	return cp
 }

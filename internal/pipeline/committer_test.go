@@ -25,6 +25,7 @@ func TestCommitterCountsRowsTheCheckpointCovers(t *testing.T) {
 
 	b := &batch{ords: []int64{1, 2, 5, 6}, lines: []int{2, 3, 6, 7}, emails: make([]uint64, 4),
 		payloads: make([]uint64, 4), sources: make([]uint64, 4), minOrd: 1, maxOrd: 6, acked: true,
+		vals: [][]string{{"a@example.com"}, {"b@example.com"}, {"x@example.com", "=X"}, {"d@example.com"}},
 		res: sink.BatchResult{Sent: 3, Requests: 2, Retries: 1,
 			Rejects: []sink.RowReject{{Index: 2, Email: "x@example.com", Reason: "refused"}}}}
 	com.await([]outcome{{ord: 3, kind: outDuplicate}, {ord: 4, kind: outRejected, reject: &state.Reject{Line: 5}}})
@@ -43,7 +44,8 @@ func TestCommitterCountsRowsTheCheckpointCovers(t *testing.T) {
 	require.Equal(t, int64(6), pos)
 	require.Equal(t, state.Counts{Read: 6, Sent: 3, Rejected: 2, Duplicates: 1, Batches: 1, Requests: 2, Retries: 1}, got)
 	require.Len(t, rejects, 2)
-	require.Equal(t, state.Reject{Ordinal: 5, Line: 6, Value: "x@example.com", Code: state.CodeRefused, Reason: "refused"}, rejects[0])
+	require.Equal(t, state.Reject{Ordinal: 5, Line: 6, Value: "x@example.com", Code: state.CodeRefused, Reason: "refused",
+		Row: `["x@example.com","=X"]`}, rejects[0], "a refused row is recorded whole")
 	require.Equal(t, 5, rejects[1].Line)
 	require.Equal(t, []*batch{b}, released)
 }

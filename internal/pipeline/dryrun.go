@@ -17,6 +17,8 @@ type RowPlan struct {
 	Row *mapping.Row
 	// Reject is the reason of a rejected row.
 	Reject *state.Reject
+	// Warnings are the values mapping dropped from the row (on_invalid = "drop").
+	Warnings []state.Reject
 	// Line and Email say which row was not sent; Status is a suppressed row's status.
 	Line   int
 	Email  string
@@ -89,6 +91,8 @@ func planChunk(c *chunk, fn func(RowPlan) error) error {
 			o := &outs[j]
 			rp.Counts = rp.Counts.Add(o.counts())
 			switch {
+			case o.kind == outWarning:
+				rp.Warnings = append(rp.Warnings, *o.reject)
 			case o.reject != nil:
 				rp.Reject = o.reject
 			case o.note == nil:

@@ -57,18 +57,19 @@ func (f *filter) run(ctx context.Context, c *chunk) error {
 	} else {
 		n := 0
 		for i, row := range c.rows {
-			send, dup, ok := f.check(c, &row)
+			send, dup, ok := f.check(c, &row, c.vals[i])
 			if !ok {
 				continue
 			}
 			if send {
-				c.rows[n], c.sources[n] = row, c.sources[i]
+				c.rows[n], c.sources[n], c.vals[n] = row, c.sources[i], c.vals[i]
 				c.dups = append(c.dups, dup)
 				n++
 			}
 		}
 		clear(c.rows[n:])
-		c.rows, c.sources = c.rows[:n], c.sources[:n]
+		clear(c.vals[n:])
+		c.rows, c.sources, c.vals = c.rows[:n], c.sources[:n], c.vals[:n]
 	}
 	if err := f.apply(ctx, c); err != nil {
 		return err
@@ -80,15 +81,16 @@ func (f *filter) run(ctx context.Context, c *chunk) error {
 	return nil
 }
 
-// check runs a mapped row past the deduper: send is whether it goes on, dup whether its
-// e-mail came before; ok is false for a row the duplicate policy rejected.
-func (f *filter) check(c *chunk, row *mapping.Row) (send, dup, ok bool) {
+// check runs a mapped row (of the source values given) past the deduper: send is whether it
+// goes on, dup whether its e-mail came before; ok is false for a row the duplicate policy
+// rejected.
+func (f *filter) check(c *chunk, row *mapping.Row, values []string) (send, dup, ok bool) {
 	before := f.dedupe.Duplicates()
 	send, drej := f.dedupe.Check(*row)
 	dup = f.dedupe.Duplicates() > before
 	if dup {
 		if drej != nil {
-			c.reject(*drej)
+			c.reject(*drej, values)
 			return false, true, false
 		}
 		c.outcomes = append(c.outcomes, newOutcome(row, outDuplicate, "", f.dryRun))
@@ -129,12 +131,13 @@ func (f *filter) resolve(ctx context.Context, c *chunk) error {
 		if row == nil {
 			continue
 		}
-		send, dup, ok := f.check(c, row)
+		send, dup, ok := f.check(c, row, cd.rec.Values)
 		if !ok || !send {
 			c.dropRow()
 			continue
 		}
 		c.sources = append(c.sources, cd.src)
+		c.vals = append(c.vals, cd.rec.Values)
 		c.dups = append(c.dups, dup)
 	}
 	clear(c.cands) // drop the records
@@ -192,13 +195,14 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 	n := 0
 	for i := range c.rows {
 		if !c.skip[i] {
-			c.rows[n], c.sources[n], c.dups[n], c.emails[n], c.payloads[n] =
-				c.rows[i], c.sources[i], c.dups[i], c.emails[i], c.payloads[i]
+			c.rows[n], c.sources[n], c.vals[n], c.dups[n], c.emails[n], c.payloads[n] =
+				c.rows[i], c.sources[i], c.vals[i], c.dups[i], c.emails[i], c.payloads[i]
 			n++
 		}
 	}
 	clear(c.rows[n:])
-	c.rows, c.sources, c.dups, c.emails, c.payloads = c.rows[:n], c.sources[:n], c.dups[:n], c.emails[:n], c.payloads[:n]
+	clear(c.vals[n:])
+	c.rows, c.sources, c.vals, c.dups, c.emails, c.payloads = c.rows[:n], c.sources[:n], c.vals[:n], c.dups[:n], c.emails[:n], c.payloads[:n]
 	return nil
 }
 

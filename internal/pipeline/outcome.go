@@ -11,7 +11,7 @@ import (
 type outcome struct {
 	ord    int64
 	kind   outcomeKind
-	reject *state.Reject // outRejected
+	reject *state.Reject // outRejected, outWarning
 	note   *planNote     // dry runs only
 	// refresh is stored with the checkpoint: an unchanged payload whose source values
 	// changed (the next run then finds the row unchanged without mapping it).
@@ -26,6 +26,9 @@ const (
 	outDuplicate
 	outSuppressed
 	outUnchanged
+	// outWarning: a value of the row was dropped (reject holds why); the row itself has an
+	// outcome of its own, or is sent. It counts nothing.
+	outWarning
 )
 
 // counts is what the outcome adds to a run's counts.

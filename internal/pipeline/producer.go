@@ -160,7 +160,7 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 			}
 		case rowErr != nil:
 			c.lastRead = rec.Ordinal
-			c.reject(p.mapper.RejectRow(rec, rowErr))
+			c.reject(p.mapper.RejectRow(rec, rowErr), rec.Values)
 		default:
 			c.lastRead = rec.Ordinal
 			c.recs = append(c.recs, rec)
@@ -227,6 +227,7 @@ func (p *producer) mapChunk(c *chunk) {
 		}
 		if c.mapRow(p.mapper, rec) != nil {
 			c.sources = append(c.sources, p.sourceHash(*rec))
+			c.vals = append(c.vals, rec.Values)
 		}
 	}
 	clear(c.before) // drop the records
