@@ -55,6 +55,7 @@ type batch struct {
 	emails         []uint64
 	payloads       []uint64
 	sources        []uint64
+	members        []uint8 // with a roster: the rows' member flags
 	minOrd, maxOrd int64
 
 	res       sink.BatchResult
@@ -110,6 +111,9 @@ func (t *batcher) add(ctx context.Context, c *chunk, i int) error {
 	b.emails = append(b.emails, emailHash)
 	b.payloads = append(b.payloads, c.payloads[i])
 	b.sources = append(b.sources, c.sources[i])
+	if len(c.members) > 0 {
+		b.members = append(b.members, c.members[i])
+	}
 	b.maxOrd = r.Ordinal
 	if len(b.rows) == sink.MaxBatchRows {
 		return t.dispatch(ctx, b)
@@ -124,7 +128,7 @@ func (t *batcher) newBatch(key groupKey, minOrd int64) *batch {
 		t.free = t.free[:n-1]
 		b.mem.reset()
 		*b = batch{key: key, minOrd: minOrd, mem: b.mem, rows: b.rows[:0], ords: b.ords[:0], lines: b.lines[:0],
-			emails: b.emails[:0], payloads: b.payloads[:0], sources: b.sources[:0]}
+			emails: b.emails[:0], payloads: b.payloads[:0], sources: b.sources[:0], members: b.members[:0]}
 		return b
 	}
 	const n = sink.MaxBatchRows
