@@ -215,8 +215,11 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 	clear(c.skip)
 	c.emails = slices.Grow(c.emails[:0], len(c.rows))[:len(c.rows)]
 	c.payloads = slices.Grow(c.payloads[:0], len(c.rows))[:len(c.rows)]
-	c.members = slices.Grow(c.members[:0], len(c.rows))[:len(c.rows)]
-	clear(c.members)
+	c.members = c.members[:0]
+	if f.track != nil {
+		c.members = slices.Grow(c.members, len(c.rows))[:len(c.rows)]
+		clear(c.members)
+	}
 	f.suppress(c)
 	if f.delta && f.fps.Len() > 0 {
 		f.skipUnchanged(c)
@@ -224,14 +227,17 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 	n := 0
 	for i := range c.rows {
 		if !c.skip[i] {
-			c.rows[n], c.sources[n], c.dups[n], c.emails[n], c.payloads[n], c.members[n] =
-				c.rows[i], c.sources[i], c.dups[i], c.emails[i], c.payloads[i], c.members[i]
+			c.rows[n], c.sources[n], c.dups[n], c.emails[n], c.payloads[n] =
+				c.rows[i], c.sources[i], c.dups[i], c.emails[i], c.payloads[i]
+			if len(c.members) > 0 {
+				c.members[n] = c.members[i]
+			}
 			n++
 		}
 	}
 	clear(c.rows[n:])
 	c.rows, c.sources, c.dups, c.emails, c.payloads = c.rows[:n], c.sources[:n], c.dups[:n], c.emails[:n], c.payloads[:n]
-	c.members = c.members[:n]
+	c.members = c.members[:min(n, len(c.members))]
 	return nil
 }
 
@@ -295,7 +301,8 @@ func (f *filter) skipUnchanged(c *chunk) {
 			if c.stored[i].Source != c.sources[i] {
 				o.refresh = &state.Fingerprint{Email: c.emails[i], Payload: c.payloads[i], Source: c.sources[i]}
 			}
-			if fl := c.members[i]; fl != 0 {
+			if len(c.members) > 0 && c.members[i] != 0 {
+				fl := c.members[i]
 				r := &c.rows[i]
 				o.member = &state.Member{Email: strings.Clone(r.Sub.Email), Key: strings.Clone(r.Sub.ExternalID),
 					Moved: fl&memberMoved != 0}
