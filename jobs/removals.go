@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -105,24 +106,21 @@ func (rt *Runtime) remove(ctx context.Context, a *attempt, p *pipeline.Engine, s
 		a.log.WarnContext(ctx, "removals skipped", slog.String("reason", rp.why))
 		a.warning = strings.TrimPrefix(a.warning+"; "+rp.why, "; ")
 	}
-	if len(rp.Moved)+len(rp.Dropped) > 0 {
-		n, err := p.Unsubscribe(ctx, rt.store, rp.Moved, rp.Dropped)
+	emails := rp.Moved
+	if rp.stopped == nil {
+		emails = append(slices.Clip(emails), rp.Absent...)
+	}
+	if len(emails)+len(rp.Dropped) > 0 {
+		n, err := p.Unsubscribe(ctx, rt.store, emails, rp.Dropped)
 		if err != nil {
 			return err
 		}
-		a.log.InfoContext(ctx, "old addresses of people whose key came with a new one unsubscribed", slog.Int("unsubscribed", n))
+		a.log.InfoContext(ctx, "unsubscribed the old addresses of moved keys and the people who left the source",
+			slog.Int("unsubscribed", n), slog.Int("moved", len(rp.Moved)), slog.Int("left", len(emails)-len(rp.Moved)),
+			slog.Int("members", rp.Members))
 	}
 	if rp.stopped != nil {
 		return permanent(rp.stopped)
 	}
-	if len(rp.Absent) == 0 {
-		return nil
-	}
-	n, err := p.Unsubscribe(ctx, rt.store, rp.Absent, nil)
-	if err != nil {
-		return err
-	}
-	a.log.InfoContext(ctx, "people who left the source unsubscribed", slog.Int("unsubscribed", n),
-		slog.Int("members", rp.Members))
 	return nil
 }

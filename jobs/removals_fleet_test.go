@@ -41,8 +41,14 @@ func TestRemovalsFleet(t *testing.T) {
 		go func() { errs <- rt.Run(runCtx) }()
 	}
 	st := rts[0].State()
+	// A run is done once it is final and the queue recorded its job's end (River completes
+	// jobs asynchronously; until then the sync counts as running).
 	done := func(id int64) func() bool {
-		return func() bool { return runOf(t, st, id).State.Final() }
+		return func() bool {
+			left, err := rts[0].Jobs(ctx)
+			require.NoError(t, err)
+			return runOf(t, st, id).State.Final() && len(left) == 0
+		}
 	}
 
 	first, err := rts[0].EnqueueSync(ctx, "crm", false)

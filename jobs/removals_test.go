@@ -112,7 +112,7 @@ func TestRemovals(t *testing.T) {
 
 		second, err := syncNow(jobs.SyncArgs{Name: "crm"})
 		require.NoError(t, err)
-		require.Equal(t, state.Counts{Read: n - 300, Unchanged: n - 300, Removed: 300}, second.Counts)
+		require.Equal(t, state.Counts{Read: n - 300, Unchanged: n - 300, Removed: 300, Requests: 1}, second.Counts)
 		require.Equal(t, 300, unsubscribedRows(b.emu))
 		after := snapshot(b.emu)
 		require.Len(t, after, n)

@@ -233,6 +233,8 @@ type Removal struct {
 	// (moved addresses the suppression list already holds as unsubscribed or bounced).
 	Removed []string
 	Dropped []string
+	// Requests and Retries are the HTTP requests (and retries) the stretch took.
+	Requests, Retries int64
 }
 
 // RecordRemoval writes a stretch of removals. On ErrLeaseLost nothing is written.
@@ -240,8 +242,8 @@ func (s *Store) RecordRemoval(ctx context.Context, r Removal) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		now := s.d.nowExpr()
 		res, err := tx.ExecContext(ctx, `UPDATE subsync_run SET rows_removed = rows_removed + $3,
-    lease_until = `+now+` + $4, updated_at = `+now+`
-WHERE id = $1 AND lease_owner = $2`, r.RunID, r.Owner, len(r.Removed), r.TTL.Microseconds())
+    lease_until = `+now+` + $4, updated_at = `+now+`, requests = requests + $5, retries = retries + $6
+WHERE id = $1 AND lease_owner = $2`, r.RunID, r.Owner, len(r.Removed), r.TTL.Microseconds(), r.Requests, r.Retries)
 		if err != nil {
 			return fmt.Errorf("record removals of run %d: %w", r.RunID, err)
 		}

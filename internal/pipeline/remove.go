@@ -90,13 +90,14 @@ func (e *Engine) Unsubscribe(ctx context.Context, st RosterStore, emails, droppe
 			return done, ErrInterrupted
 		}
 		batch := emails[start:min(start+sink.MaxBatchRows, len(emails))]
-		rec.Removed = batch
+		rec.Removed, rec.Requests, rec.Retries = batch, 0, 0
 		if len(batch) > 0 {
 			rows = rows[:0]
 			for _, a := range batch {
 				rows = append(rows, sink.Subscriber{Email: a})
 			}
 			res, err := e.cfg.Sender.InsertBatch(ctx, sink.BulkOptions{ListID: e.cfg.ListID, Status: state.StatusUnsubscribed}, rows)
+			rec.Requests, rec.Retries = int64(res.Requests), int64(res.Retries)
 			if err != nil {
 				return done, fmt.Errorf("unsubscribe people who left the source: %w", err)
 			}
@@ -112,7 +113,7 @@ func (e *Engine) Unsubscribe(ctx context.Context, st RosterStore, emails, droppe
 		}
 		done += len(rec.Removed)
 		if e.cfg.OnCommit != nil {
-			e.cfg.OnCommit(state.Counts{Removed: int64(len(rec.Removed))})
+			e.cfg.OnCommit(state.Counts{Removed: int64(len(rec.Removed)), Requests: rec.Requests, Retries: rec.Retries})
 		}
 		rec.Dropped = nil
 	}
