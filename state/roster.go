@@ -171,18 +171,7 @@ WHERE sync = $1 AND list_id = $2 AND key_hash = $3 AND email <> $4 AND moved = 0
 		}
 		add = add[n:]
 	}
-	changed := false
-	for _, e := range c.Suppress {
-		ch, err := suppress(ctx, tx, e.ListID, e.Email, e.Status, e.ChangedAt)
-		if err != nil {
-			return err
-		}
-		changed = changed || ch
-	}
-	if changed {
-		return bumpSuppressionVersion(ctx, tx)
-	}
-	return nil
+	return suppressAll(ctx, tx, c.Suppress)
 }
 
 // RosterRow is one row of a roster as ScanRoster reads it.
