@@ -82,6 +82,22 @@ func TestKeyedAddressChange(t *testing.T) {
 		}
 		keyedContacts(t, path, n, moved, "K500,someone-else@example.com,Kari", "K2000,person600@example.com,Kari")
 		before := snapshot(b.emu)
+		var planned []string
+		plan, err := rt.PlanSync(ctx, "crm", false, func(r jobs.PlanRow) error {
+			if r.Action == jobs.PlanRemove {
+				planned = append(planned, r.Email)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, int64(90), plan.Counts.Removed, "the dry run lists the old addresses not yet unsubscribed")
+		require.Len(t, planned, 90)
+		for _, e := range planned {
+			var i int
+			_, err := fmt.Sscanf(e, "person%d@example.com", &i)
+			require.NoError(t, err, e)
+			require.True(t, i <= 100 && i%10 != 0, e)
+		}
 		second := syncNow()
 		require.Equal(t, int64(100), second.Counts.Sent, "the 100 new addresses")
 		require.Equal(t, int64(90), second.Counts.Removed, "the old addresses not yet unsubscribed")

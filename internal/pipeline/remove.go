@@ -58,6 +58,11 @@ func (e *Engine) Removals(ctx context.Context, st RosterStore, absent bool) (Rem
 			return nil
 		}
 		_, suppressed := e.filt.sup.Status(row.RosterEntry.Email)
+		if _, ok := t.moved.get(row.RosterEntry.Email); ok && e.cfg.DryRun {
+			// Moved by this dry run, which records nothing. (A run marks an address moved
+			// when the service acknowledged the new one, not before.)
+			row.Moved = true
+		}
 		switch {
 		case row.Moved && suppressed:
 			r.Dropped = append(r.Dropped, row.Address)

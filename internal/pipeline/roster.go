@@ -28,6 +28,7 @@ type tracker struct {
 	keyed  bool
 	claims pairTable // e-mail hash → the key hash that claimed it (0: read without a key)
 	keys   pairTable // key hash → the e-mail hash it came with
+	moved  pairTable // the e-mail hashes of members whose key came with another address
 }
 
 func newTracker(cfg Config) *tracker {
@@ -87,6 +88,7 @@ func (t *tracker) member(email, key uint64) (flags uint8, from uint64) {
 	if old, ok := t.roster.ByKey(key); ok && old != email {
 		flags |= memberAdd | memberMoved
 		from = old
+		t.moved.put(old, 0)
 	}
 	return flags, from
 }
