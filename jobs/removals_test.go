@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink/sinktest"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
@@ -177,5 +180,56 @@ func TestRemovals(t *testing.T) {
 		run, err := rt.State().Run(ctx, allowed.ID)
 		require.NoError(t, err)
 		require.Equal(t, int64(wouldGo), run.Counts.Removed, "runs ID counts removals")
+	})
+}
+
+// TestRemovalsNeedAWholeRead: an incremental read (from the watermark of a SQL source) does
+// not tell who left the source: it removes nobody and says so; a --full read of the same
+// source removes those who left.
+func TestRemovalsNeedAWholeRead(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend)
+		dsn := filepath.Join(t.TempDir(), "crm.db")
+		db, err := sql.Open("sqlite", dsn)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		_, err = db.Exec(`CREATE TABLE contacts (email TEXT, firstname TEXT, updated INTEGER);
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
+INSERT INTO contacts SELECT 'person' || i || '@example.com', 'Ola', 1 FROM n`)
+		require.NoError(t, err)
+		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Removed: jobs.RemovedUnsubscribe,
+			Source: sources.Config{Kind: sources.KindSQL, Driver: "sqlite", DSN: dsn,
+				Query: "SELECT email, firstname, updated FROM contacts", WatermarkColumn: "updated"},
+			Mapping: &mapping.Spec{Columns: map[string]mapping.Column{"email": {To: "email"}, "firstname": {To: "firstname"},
+				"updated": {To: mapping.TargetIgnore}}}}}
+		rt := b.open(t)
+		syncNow := func(full bool) state.Run {
+			t.Helper()
+			id, err := rt.EnqueueSync(ctx, "crm", full)
+			return waitRun(t, rt, id, err)
+		}
+		require.Equal(t, int64(100), syncNow(false).Counts.Sent)
+
+		_, err = db.Exec(`DELETE FROM contacts WHERE email IN ('person1@example.com', 'person2@example.com');
+UPDATE contacts SET firstname = 'Kari', updated = 2 WHERE email = 'person3@example.com'`)
+		require.NoError(t, err)
+		incremental := syncNow(false)
+		require.Equal(t, state.RunCompleted, incremental.State)
+		require.Equal(t, int64(1), incremental.Counts.Read)
+		require.Zero(t, incremental.Counts.Removed)
+		require.Contains(t, incremental.Error, "an incremental read (from the watermark) does not tell who left the source: nobody was removed")
+		require.Zero(t, unsubscribedRows(b.emu))
+
+		full := syncNow(true)
+		require.Equal(t, int64(98), full.Counts.Read)
+		require.Equal(t, int64(2), full.Counts.Removed)
+		for _, e := range []string{"person1@example.com", "person2@example.com"} {
+			s, ok := b.emu.SubscriberByEmail(e)
+			require.True(t, ok)
+			require.Equal(t, "unsubscribed", s.Lists[b.listID].Status)
+		}
 	})
 }
