@@ -105,22 +105,21 @@ func (t *tracker) present(email, key uint64) bool {
 	return ok
 }
 
-// pairTable maps 64-bit hashes to 64-bit values with open addressing and linear probing:
-// 16 bytes a slot, at most 3/4 full.
+// pairTable maps 64-bit hashes to 64-bit values with open addressing and linear probing,
+// at most 3/4 full: 8 bytes a slot while every value is 0 (a set), 16 once one is not.
 type pairTable struct {
-	slots []pair // key 0 marks a free slot; the hash 0 is stored as 1
-	n     int
+	keys []uint64 // 0 marks a free slot; the hash 0 is stored as 1
+	vals []uint64 // nil while every value is 0
+	n    int
 }
-
-type pair struct{ k, v uint64 }
 
 func (p *pairTable) find(k uint64) (int, bool) {
 	if k == 0 {
 		k = 1
 	}
-	mask := uint64(len(p.slots) - 1)
+	mask := uint64(len(p.keys) - 1)
 	for i := k & mask; ; i = (i + 1) & mask {
-		switch p.slots[i].k {
+		switch p.keys[i] {
 		case k:
 			return int(i), true
 		case 0:
@@ -134,7 +133,10 @@ func (p *pairTable) get(k uint64) (uint64, bool) {
 		return 0, false
 	}
 	i, ok := p.find(k)
-	return p.slots[i].v, ok
+	if !ok || p.vals == nil {
+		return 0, ok
+	}
+	return p.vals[i], true
 }
 
 func (p *pairTable) put(k, v uint64) { p.set(k, v, true) }
@@ -142,31 +144,38 @@ func (p *pairTable) put(k, v uint64) { p.set(k, v, true) }
 func (p *pairTable) putIfAbsent(k, v uint64) { p.set(k, v, false) }
 
 func (p *pairTable) set(k, v uint64, replace bool) {
-	if (p.n+1)*4 > len(p.slots)*3 {
+	if (p.n+1)*4 > len(p.keys)*3 {
 		p.grow()
 	}
+	if v != 0 && p.vals == nil {
+		p.vals = make([]uint64, len(p.keys))
+	}
 	i, ok := p.find(k)
-	switch {
-	case ok && replace:
-		p.slots[i].v = v
-	case !ok:
-		if k == 0 {
-			k = 1
-		}
-		p.slots[i] = pair{k, v}
+	if ok && !replace {
+		return
+	}
+	if !ok {
+		p.keys[i] = max(k, 1)
 		p.n++
+	}
+	if p.vals != nil {
+		p.vals[i] = v
 	}
 }
 
 func (p *pairTable) grow() {
-	old := p.slots
-	p.slots = make([]pair, max(1024, 2*len(old)))
-	p.n = 0
-	for _, s := range old {
-		if s.k != 0 {
-			i, _ := p.find(s.k)
-			p.slots[i] = s
-			p.n++
+	oldKeys, oldVals := p.keys, p.vals
+	p.keys = make([]uint64, max(1024, 2*len(oldKeys)))
+	if oldVals != nil {
+		p.vals = make([]uint64, len(p.keys))
+	}
+	for j, k := range oldKeys {
+		if k != 0 {
+			i, _ := p.find(k)
+			p.keys[i] = k
+			if oldVals != nil {
+				p.vals[i] = oldVals[j]
+			}
 		}
 	}
 }
