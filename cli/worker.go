@@ -159,7 +159,7 @@ the run then fails before unsubscribing anyone and says how many would have gone
 			defer rt.Close()
 			if dry.dryRun {
 				return a.dryRun(ctx, dry, asJSON, func(ctx context.Context, row func(jobs.PlanRow) error) (jobs.Plan, error) {
-					return rt.PlanSync(ctx, args[0], full, row)
+					return rt.PlanSyncArgs(ctx, jobs.SyncArgs{Name: args[0], Full: full, AllowRemovals: allowRemovals}, row)
 				})
 			}
 			id, err := rt.EnqueueSyncArgs(ctx, jobs.SyncArgs{Name: args[0], Full: full, AllowRemovals: allowRemovals})

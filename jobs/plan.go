@@ -69,6 +69,13 @@ type Plan struct {
 // creates no custom field, and writes nothing to the database; it reads the service (the
 // list, the custom fields). An incremental SQL source reads from its watermark unless full.
 func (rt *Runtime) PlanSync(ctx context.Context, name string, full bool, row func(PlanRow) error) (Plan, error) {
+	return rt.PlanSyncArgs(ctx, SyncArgs{Name: name, Full: full}, row)
+}
+
+// PlanSyncArgs is PlanSync with every argument a run of the sync takes (AllowRemovals: the
+// guard does not stop the removals it lists).
+func (rt *Runtime) PlanSyncArgs(ctx context.Context, args SyncArgs, row func(PlanRow) error) (Plan, error) {
+	name, full := args.Name, args.Full
 	spec, ok := rt.cfg.sync(name)
 	if !ok {
 		return Plan{}, fmt.Errorf("sync %q is not in the configuration", name)
@@ -83,7 +90,7 @@ func (rt *Runtime) PlanSync(ctx context.Context, name string, full bool, row fun
 	}
 	return rt.plan(ctx, streamSpec{source: src, listID: spec.ListID, mapping: spec.Mapping,
 		suppression: spec.Suppression, delta: !full, sync: spec.Name, removed: spec.Removed,
-		maxRemovals: spec.MaxRemovals}, row)
+		maxRemovals: spec.MaxRemovals, allowRemovals: args.AllowRemovals}, row)
 }
 
 // PlanImport is a dry run of an import (see PlanSync): a file is read where it is (never

@@ -166,6 +166,16 @@ func TestRemovals(t *testing.T) {
 		require.Equal(t, before, snapshot(b.emu), "nobody removed")
 		require.NoError(t, os.Rename(path+".away", path))
 
+		// The dry run says the guard would stop them, or, with --allow-removals, lists them.
+		plan, err = rt.PlanSync(ctx, "crm", false, nil)
+		require.NoError(t, err)
+		require.Zero(t, plan.Counts.Removed)
+		require.Contains(t, plan.RemovalsStopped, fmt.Sprintf("removals stopped: %d people", wouldGo))
+		plan, err = rt.PlanSyncArgs(ctx, jobs.SyncArgs{Name: "crm", AllowRemovals: true}, nil)
+		require.NoError(t, err)
+		require.Equal(t, int64(wouldGo), plan.Counts.Removed)
+		require.Empty(t, plan.RemovalsStopped)
+
 		// --allow-removals lets one run through.
 		allowed, err := syncNow(jobs.SyncArgs{Name: "crm", AllowRemovals: true})
 		require.NoError(t, err)
