@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"os"
@@ -166,4 +167,17 @@ func runOf(t *testing.T, s *state.Store, jobID int64) state.Run {
 		require.ErrorIs(t, err, state.ErrNotFound)
 	}
 	return r
+}
+
+// sqliteSource creates a SQLite database file of a SQL source with the statements given; it
+// returns its DSN and the database, closed at cleanup.
+func sqliteSource(t *testing.T, statements string) (string, *sql.DB) {
+	t.Helper()
+	dsn := filepath.Join(t.TempDir(), "crm.db")
+	db, err := sql.Open("sqlite", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = db.Exec(statements)
+	require.NoError(t, err)
+	return dsn, db
 }

@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -202,14 +200,9 @@ func TestRemovalsNeedAWholeRead(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		ctx := context.Background()
 		b := setup(t, backend)
-		dsn := filepath.Join(t.TempDir(), "crm.db")
-		db, err := sql.Open("sqlite", dsn)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = db.Close() })
-		_, err = db.Exec(`CREATE TABLE contacts (email TEXT, firstname TEXT, updated INTEGER);
+		dsn, db := sqliteSource(t, `CREATE TABLE contacts (email TEXT, firstname TEXT, updated INTEGER);
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
 INSERT INTO contacts SELECT 'person' || i || '@example.com', 'Ola', 1 FROM n`)
-		require.NoError(t, err)
 		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Removed: jobs.RemovedUnsubscribe,
 			Source: sources.Config{Kind: sources.KindSQL, Driver: "sqlite", DSN: dsn,
 				Query: "SELECT email, firstname, updated FROM contacts", WatermarkColumn: "updated"},
@@ -223,7 +216,7 @@ INSERT INTO contacts SELECT 'person' || i || '@example.com', 'Ola', 1 FROM n`)
 		}
 		require.Equal(t, int64(100), syncNow(false).Counts.Sent)
 
-		_, err = db.Exec(`DELETE FROM contacts WHERE email IN ('person1@example.com', 'person2@example.com');
+		_, err := db.Exec(`DELETE FROM contacts WHERE email IN ('person1@example.com', 'person2@example.com');
 UPDATE contacts SET firstname = 'Kari', updated = 2 WHERE email = 'person3@example.com'`)
 		require.NoError(t, err)
 		incremental := syncNow(false)
