@@ -181,3 +181,19 @@ func sqliteSource(t *testing.T, statements string) (string, *sql.DB) {
 	require.NoError(t, err)
 	return dsn, db
 }
+
+// syncAfterQueueEmpties queues a sync once the queue holds no job any more (River records a
+// job's end asynchronously: a sync whose run just ended may still count as running), and
+// waits for its run; the error is Wait's.
+func syncAfterQueueEmpties(t *testing.T, rt *jobs.Runtime, args jobs.SyncArgs) (state.Run, error) {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, time.Minute, "the queue to empty", func() bool {
+		left, err := rt.Jobs(ctx)
+		require.NoError(t, err)
+		return len(left) == 0
+	})
+	id, err := rt.EnqueueSyncArgs(ctx, args)
+	require.NoError(t, err)
+	return rt.Wait(ctx, id, nil)
+}

@@ -55,8 +55,9 @@ func TestKeyedAddressChange(t *testing.T) {
 		rt := b.open(t)
 		syncNow := func() state.Run {
 			t.Helper()
-			id, err := rt.EnqueueSync(ctx, "crm", false)
-			return waitRun(t, rt, id, err)
+			run, err := syncAfterQueueEmpties(t, rt, jobs.SyncArgs{Name: "crm"})
+			require.NoError(t, err)
+			return run
 		}
 
 		first := syncNow()

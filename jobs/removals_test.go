@@ -78,9 +78,7 @@ func TestRemovals(t *testing.T) {
 		rt := b.open(t)
 		syncNow := func(args jobs.SyncArgs) (state.Run, error) {
 			t.Helper()
-			id, err := rt.EnqueueSyncArgs(ctx, args)
-			require.NoError(t, err)
-			return rt.Wait(ctx, id, nil)
+			return syncAfterQueueEmpties(t, rt, args)
 		}
 
 		first, err := syncNow(jobs.SyncArgs{Name: "crm"})
@@ -198,7 +196,6 @@ func TestRemovalsNeedAWholeRead(t *testing.T) {
 	t.Parallel()
 
 	eachBackend(t, func(t *testing.T, backend string) {
-		ctx := context.Background()
 		b := setup(t, backend)
 		dsn, db := sqliteSource(t, `CREATE TABLE contacts (email TEXT, firstname TEXT, updated INTEGER);
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
@@ -211,8 +208,9 @@ INSERT INTO contacts SELECT 'person' || i || '@example.com', 'Ola', 1 FROM n`)
 		rt := b.open(t)
 		syncNow := func(full bool) state.Run {
 			t.Helper()
-			id, err := rt.EnqueueSync(ctx, "crm", full)
-			return waitRun(t, rt, id, err)
+			run, err := syncAfterQueueEmpties(t, rt, jobs.SyncArgs{Name: "crm", Full: full})
+			require.NoError(t, err)
+			return run
 		}
 		require.Equal(t, int64(100), syncNow(false).Counts.Sent)
 
