@@ -48,10 +48,14 @@ runtime and HTTP client that 'subsync run' uses:
   1. imports the CSV file into one list and the workbook into another, with progress;
   2. lets the service mark a few people unsubscribed or bounced;
   3. pulls the status changes into the suppression list;
-  4. syncs the CSV file again: the people who left are suppressed, unchanged rows skipped.
+  4. syncs the CSV file again: the people who left are suppressed, unchanged rows skipped;
+  5. changes the CSV file as the CRM would: ` + fmt.Sprint(demoLeave) + ` contacts deleted, one address changed
+     (the customer number, Kundenr, is the sync's key), and syncs once more: the new
+     address is sent, and the old one and the deleted contacts are unsubscribed
+     (removed = "unsubscribe").
 
 It ends with a table of the runs (rows read, sent, rejected by reason, duplicates,
-suppressed, unchanged). The data is the same on every run. The temporary directory is
+suppressed, unchanged, removed). The data is the same on every run. The temporary directory is
 removed at the end unless --keep is given; it then holds the sample files, the queue
 database and a subsync.toml for browsing the run history with 'subsync runs'.`,
 		Example: `  subsync demo
@@ -156,13 +160,13 @@ func (a *app) demo(ctx context.Context, keep, asJSON bool) (err error) {
 	// The queue: the embedded SQLite database in the temporary directory. The second
 	// sighting of an address is left out (duplicates = "first"), so every row read is
 	// counted once: sent, rejected, duplicate, suppressed or unchanged.
-	spec := mapping.Spec{Duplicates: mapping.DuplicatesFirst}
+	spec, csvSpec := mapping.Spec{Duplicates: mapping.DuplicatesFirst}, demoCSVMapping()
 	rt, err := jobs.Open(ctx, jobs.Config{
 		DataDir: dir,
 		Sink: sink.Config{BaseURL: baseURL, UserID: sinktest.DefaultUser, APIKey: sinktest.DefaultKey,
 			Logger: a.log, Version: a.version},
 		Syncs: []jobs.SyncSpec{{Name: demoSyncName, ListID: news, Source: sources.Config{Path: csvPath},
-			Mapping: &spec}},
+			Mapping: &csvSpec, Removed: jobs.RemovedUnsubscribe}},
 		Logger:       a.demoLogger(),
 		WorkerID:     "demo",
 		PollInterval: demoPollEvery,
@@ -178,7 +182,7 @@ func (a *app) demo(ctx context.Context, keep, asJSON bool) (err error) {
 	d.say("1. Import %s (%d rows, Windows-1252, semicolons) into list %d %q\n",
 		demoCSVFile, len(sample.CSV), news, demoNewsList)
 	if err := d.step(ctx, "import "+demoCSVFile, func() (int64, error) {
-		return rt.EnqueueImport(ctx, jobs.ImportArgs{Path: csvPath, ListID: news, Mapping: &spec})
+		return rt.EnqueueImport(ctx, jobs.ImportArgs{Path: csvPath, ListID: news, Mapping: &csvSpec})
 	}); err != nil {
 		return err
 	}
@@ -211,6 +215,18 @@ func (a *app) demo(ctx context.Context, keep, asJSON bool) (err error) {
 
 	d.say("5. Sync %q: %s again, into list %d; only what changed is sent\n", demoSyncName, demoCSVFile, news)
 	if err := d.step(ctx, "sync "+demoSyncName, func() (int64, error) {
+		return rt.EnqueueSync(ctx, demoSyncName, false)
+	}); err != nil {
+		return err
+	}
+
+	d.say("6. In the CRM, %d contacts are deleted and customer %s changes address; sync %q again:\n"+
+		"   the new address is sent, the old one and the deleted contacts are unsubscribed\n",
+		len(sample.Leave), sample.moveKey(), demoSyncName)
+	if err := writeDemoCSV(csvPath, sample.changedCSV()); err != nil {
+		return err
+	}
+	if err := d.step(ctx, "resync "+demoSyncName, func() (int64, error) {
 		return rt.EnqueueSync(ctx, demoSyncName, false)
 	}); err != nil {
 		return err
@@ -295,9 +311,13 @@ func (d *demoEnv) step(ctx context.Context, name string, enqueue func() (int64, 
 			run.Duration().Round(time.Millisecond))
 		return nil
 	}
-	d.say("   run %d: %d read: %d sent, %s, %s, %d suppressed, %d unchanged (%s)\n",
+	removed := ""
+	if c.Removed > 0 {
+		removed = fmt.Sprintf(", %d unsubscribed", c.Removed)
+	}
+	d.say("   run %d: %d read: %d sent, %s, %s, %d suppressed, %d unchanged%s (%s)\n",
 		run.ID, c.Read, c.Sent, plural(c.Rejected, "rejected", "rejected"), plural(c.Duplicates, "duplicate", "duplicates"),
-		c.Suppressed, c.Unchanged, run.Duration().Round(time.Millisecond))
+		c.Suppressed, c.Unchanged, removed, run.Duration().Round(time.Millisecond))
 	return nil
 }
 
@@ -330,7 +350,7 @@ func listCounts(emu *sinktest.Emulator, id int64, title string) demoList {
 func (d *demoEnv) summary(dir string, keep bool, took time.Duration) error {
 	a := d.a
 	fmt.Fprintln(a.stdout)
-	t := a.table("RUN", "STEP", "LIST", "READ", "SENT", "REJECTED", "DUPLICATES", "SUPPRESSED", "UNCHANGED", "TIME")
+	t := a.table("RUN", "STEP", "LIST", "READ", "SENT", "REJECTED", "DUPLICATES", "SUPPRESSED", "UNCHANGED", "REMOVED", "TIME")
 	for _, r := range d.res.Runs {
 		c := r.Run.Counts
 		list := "-"
@@ -338,10 +358,10 @@ func (d *demoEnv) summary(dir string, keep bool, took time.Duration) error {
 			list = fmt.Sprint(r.Run.ListID)
 		}
 		if r.Run.Kind == state.KindStatusPull {
-			t.row(r.Run.ID, r.Step, list, c.Read, "-", "-", c.Duplicates, "-", "-", demoDuration(r.Run.DurationMS))
+			t.row(r.Run.ID, r.Step, list, c.Read, "-", "-", c.Duplicates, "-", "-", "-", demoDuration(r.Run.DurationMS))
 			continue
 		}
-		t.row(r.Run.ID, r.Step, list, c.Read, c.Sent, c.Rejected, c.Duplicates, c.Suppressed, c.Unchanged,
+		t.row(r.Run.ID, r.Step, list, c.Read, c.Sent, c.Rejected, c.Duplicates, c.Suppressed, c.Unchanged, c.Removed,
 			demoDuration(r.Run.DurationMS))
 	}
 	if err := t.flush(); err != nil {
@@ -423,6 +443,16 @@ func describeReject(r state.Reject) string {
 	return b.String()
 }
 
+// demoColumnsTOML is the columns of demoCSVMapping as TOML lines, in the file's order.
+func demoColumnsTOML() string {
+	cols := demoCSVMapping().Columns
+	var b strings.Builder
+	for _, c := range append([]string{demoKeyColumn}, demoHeader...) {
+		fmt.Fprintf(&b, "%q = %q\n", c, cols[c].To)
+	}
+	return b.String()
+}
+
 func demoDuration(ms int64) string {
 	return (time.Duration(ms) * time.Millisecond).String()
 }
@@ -440,11 +470,13 @@ data_dir = "."
 [[syncs]]
 name = %[3]q
 list = %[4]d
+removed = "unsubscribe"
 [syncs.source]
 path = %[5]q
 [syncs.mapping]
 duplicates = "first"
-`, path, baseURL, demoSyncName, list, filepath.Base(csvPath))
+[syncs.mapping.columns]
+%[6]s`, path, baseURL, demoSyncName, list, filepath.Base(csvPath), demoColumnsTOML())
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

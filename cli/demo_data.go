@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,14 +28,29 @@ const (
 
 	demoUnsubscribe = 3 // CSV contacts the service marks unsubscribed
 	demoBounce      = 2 // and bounced
+	demoLeave       = 2 // CSV contacts deleted in the CRM before the last sync
 )
 
 // demoHeader is the header of both sample files: the column names of a Norwegian export,
 // which subsync maps by their names without a mapping file.
 var demoHeader = []string{"E-post", "Fornavn", "Etternavn", "Mobil", "Postnummer", "Poststed", "Fødselsdato"}
 
+// demoKeyColumn is the CSV's first column: the CRM's customer number, the sync's source key.
+const demoKeyColumn = "Kundenr"
+
+// demoCSVMapping is the mapping of the CSV file: its columns by name, the customer number as
+// the source key (external_id), and the second sighting of an address left out (duplicates =
+// "first"), so that every row read is counted once.
+func demoCSVMapping() mapping.Spec {
+	return mapping.Spec{Duplicates: mapping.DuplicatesFirst, Columns: map[string]mapping.Column{
+		demoKeyColumn: {To: "external_id"}, "E-post": {To: "email"}, "Fornavn": {To: "firstname"},
+		"Etternavn": {To: "lastname"}, "Mobil": {To: "phone"}, "Postnummer": {To: "zip"}, "Poststed": {To: "city"},
+		"Fødselsdato": {To: "birthday"}}}
+}
+
 // demoContact is one data row of a sample file, with what it is built to show.
 type demoContact struct {
+	Key                                   string // the CRM's customer number (CSV only)
 	Email, First, Last, Mobile, Zip, City string
 	Birthday                              string // YYYY-MM-DD (the CSV writes dd.mm.yyyy), or a bad date as written
 	// Bad is the reject code the row is built to earn (a mapping.Code…), "" for a good row.
@@ -50,6 +66,11 @@ type demoSample struct {
 	// Unsubscribe and Bounce are e-mails of good CSV rows that the service marks
 	// unsubscribed or bounced between the import and the sync.
 	Unsubscribe, Bounce []string
+	// Leave are e-mails of good CSV rows deleted in the CRM before the last sync; Move is a
+	// good CSV row whose person changes address then, to MovedTo.
+	Leave   []string
+	Move    string
+	MovedTo string
 }
 
 var (
@@ -73,6 +94,9 @@ func newDemoSample(seed uint64) demoSample {
 	var s demoSample
 	s.CSV = demoContacts(rng, used, demoCSVRows)
 	s.XLSX = demoContacts(rng, used, demoXLSXRows)
+	for i := range s.CSV {
+		s.CSV[i].Key = fmt.Sprint(10001 + i)
+	}
 
 	// The CSV's bad rows, at distinct random places after the first few rows. The XLSX has
 	// one: a row without a usable e-mail address.
@@ -114,9 +138,39 @@ func newDemoSample(seed uint64) demoSample {
 			s.Unsubscribe = append(s.Unsubscribe, c.Email)
 		case len(s.Bounce) < demoBounce:
 			s.Bounce = append(s.Bounce, c.Email)
+		case len(s.Leave) < demoLeave:
+			s.Leave = append(s.Leave, c.Email)
+		case s.Move == "":
+			s.Move, s.MovedTo = c.Email, strings.Replace(c.Email, "@", ".ny@", 1)
 		}
 	}
 	return s
+}
+
+// moveKey is the customer number of the contact who changes address.
+func (s demoSample) moveKey() string {
+	for _, c := range s.CSV {
+		if c.Email == s.Move {
+			return c.Key
+		}
+	}
+	return ""
+}
+
+// changedCSV is the CSV's rows after the CRM changed: the people who left deleted, the one who
+// moved with their new address.
+func (s demoSample) changedCSV() []demoContact {
+	var out []demoContact
+	for _, c := range s.CSV {
+		switch {
+		case slices.Contains(s.Leave, c.Email):
+			continue
+		case c.Email == s.Move:
+			c.Email = s.MovedTo
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // demoContacts returns n good contacts with addresses not in used.
@@ -171,9 +225,9 @@ func writeDemoCSV(path string, rows []demoContact) error {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	w.Comma, w.UseCRLF = ';', true
-	_ = w.Write(demoHeader)
+	_ = w.Write(append([]string{demoKeyColumn}, demoHeader...))
 	for _, c := range rows {
-		_ = w.Write([]string{c.Email, c.First, c.Last, c.Mobile, c.Zip, c.City, norwegianDate(c.Birthday)})
+		_ = w.Write([]string{c.Key, c.Email, c.First, c.Last, c.Mobile, c.Zip, c.City, norwegianDate(c.Birthday)})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

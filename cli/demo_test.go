@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,6 +78,15 @@ func TestDemoSampleIsDeterministic(t *testing.T) {
 	}
 	require.Len(t, a.Unsubscribe, demoUnsubscribe)
 	require.Len(t, a.Bounce, demoBounce)
+	// Those who leave the CRM and the one who moves are good rows, none of them suppressed.
+	require.Len(t, a.Leave, demoLeave)
+	require.NotEmpty(t, a.Move)
+	for _, e := range append(slices.Clone(a.Leave), a.Move) {
+		require.Equal(t, 1, seen[e], e)
+		require.NotContains(t, append(slices.Clone(a.Unsubscribe), a.Bounce...), e)
+	}
+	require.Zero(t, seen[a.MovedTo])
+	require.Len(t, a.changedCSV(), len(a.CSV)-demoLeave)
 }
 
 func TestDemoJSONKeep(t *testing.T) {
@@ -91,11 +101,11 @@ func TestDemoJSONKeep(t *testing.T) {
 	require.NotEmpty(t, res.Dir)
 	t.Cleanup(func() { os.RemoveAll(res.Dir) })
 
-	require.Len(t, res.Runs, 4)
+	require.Len(t, res.Runs, 5)
 	for _, r := range res.Runs {
 		require.Equal(t, "completed", r.Run.State, r.Step)
 	}
-	imp, xlsx, pull, sync := res.Runs[0], res.Runs[1], res.Runs[2], res.Runs[3]
+	imp, xlsx, pull, sync, resync := res.Runs[0], res.Runs[1], res.Runs[2], res.Runs[3], res.Runs[4]
 
 	// The CSV import: every row read; bad rows rejected with their codes; the duplicate left out.
 	require.Equal(t, countsJSON{Read: w.csvRows, Sent: w.csvRows - w.csvBad - w.csvDups, Rejected: w.csvBad,
@@ -113,12 +123,16 @@ func TestDemoJSONKeep(t *testing.T) {
 	require.Equal(t, countsJSON{Read: w.csvRows, Rejected: w.csvBad, Duplicates: w.csvDups, Suppressed: w.suppressed,
 		Unchanged: w.csvRows - w.csvBad - w.csvDups - w.suppressed}, sync.Run.Counts)
 	require.Equal(t, w.csvCodes, sync.Rejects)
+	// The CRM changed: the new address sent; the old one and those who left unsubscribed.
+	require.Equal(t, countsJSON{Read: w.csvRows - demoLeave, Sent: 1, Rejected: w.csvBad, Duplicates: w.csvDups,
+		Suppressed: w.suppressed, Unchanged: w.csvRows - demoLeave - w.csvBad - w.csvDups - w.suppressed - 1,
+		Batches: 1, Requests: 2, Removed: demoLeave + 1}, resync.Run.Counts)
 
 	// The service holds each good address once, with the statuses it was given.
 	news := w.csvRows - w.csvBad - w.csvDups
 	require.Equal(t, []demoList{
-		{ID: 1, Title: demoNewsList, Subscribers: int(news), Active: int(news - w.suppressed),
-			Unsubscribed: demoUnsubscribe, Bounced: demoBounce},
+		{ID: 1, Title: demoNewsList, Subscribers: int(news + 1), Active: int(news - w.suppressed - demoLeave),
+			Unsubscribed: demoUnsubscribe + demoLeave + 1, Bounced: demoBounce},
 		{ID: 2, Title: demoClubList, Subscribers: int(w.xlsxRows - w.xlsxBad), Active: int(w.xlsxRows - w.xlsxBad)},
 	}, res.Lists)
 
@@ -128,7 +142,7 @@ func TestDemoJSONKeep(t *testing.T) {
 	}
 	h := &harness{t: t, dir: res.Dir, env: map[string]string{}, config: filepath.Join(res.Dir, demoConfig)}
 	runs := decode[[]runJSON](t, h.ok("runs", "--json"))
-	require.Len(t, runs, 4)
+	require.Len(t, runs, 5)
 	rejects := h.ok("runs", strconv.FormatInt(imp.Run.ID, 10), "--rejects", "-")
 	require.Equal(t, int(w.csvBad)+1, strings.Count(rejects, "\n"), rejects) // with the header line
 }
@@ -158,18 +172,21 @@ func TestDemoText(t *testing.T) {
 		case inTable && len(f) == 0:
 			inTable = false
 		case inTable:
-			require.Len(t, f, 11, line)
-			rows[f[1]+" "+f[2]] = f[4:10]
+			require.Len(t, f, 12, line)
+			rows[f[1]+" "+f[2]] = f[4:11]
 		}
 	}
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	require.Equal(t, map[string][]string{
-		"import " + demoCSVFile:  {n(w.csvRows), n(w.csvRows - w.csvBad - w.csvDups), n(w.csvBad), n(w.csvDups), "0", "0"},
-		"import " + demoXLSXFile: {n(w.xlsxRows), n(w.xlsxRows - w.xlsxBad), n(w.xlsxBad), "0", "0", "0"},
-		"status pull":            {n(w.suppressed), "-", "-", "0", "-", "-"},
+		"import " + demoCSVFile:  {n(w.csvRows), n(w.csvRows - w.csvBad - w.csvDups), n(w.csvBad), n(w.csvDups), "0", "0", "0"},
+		"import " + demoXLSXFile: {n(w.xlsxRows), n(w.xlsxRows - w.xlsxBad), n(w.xlsxBad), "0", "0", "0", "0"},
+		"status pull":            {n(w.suppressed), "-", "-", "0", "-", "-", "-"},
 		"sync " + demoSyncName: {n(w.csvRows), "0", n(w.csvBad), n(w.csvDups), n(w.suppressed),
-			n(w.csvRows - w.csvBad - w.csvDups - w.suppressed)},
+			n(w.csvRows - w.csvBad - w.csvDups - w.suppressed), "0"},
+		"resync " + demoSyncName: {n(w.csvRows - demoLeave), "1", n(w.csvBad), n(w.csvDups), n(w.suppressed),
+			n(w.csvRows - demoLeave - w.csvBad - w.csvDups - w.suppressed - 1), n(demoLeave + 1)},
 	}, rows)
+	require.Contains(t, text, "sync \""+demoSyncName+"\" again")
 
 	// Rejects grouped by code, with the first row of each; the sync's are the import's.
 	for code, k := range w.csvCodes {

@@ -52,6 +52,8 @@ type planJSON struct {
 	Duplicates    int64            `json:"duplicates"`
 	Rejected      int64            `json:"rejected"`
 	RejectsByCode map[string]int64 `json:"rejects_by_code"`
+	Remove        int64            `json:"remove"`
+	RemovalsNote  string           `json:"removals_note,omitempty"`
 	PlanFile      string           `json:"plan_file,omitempty"`
 }
 
@@ -97,7 +99,7 @@ func (a *app) dryRun(ctx context.Context, f dryRunFlags, asJSON bool,
 	if asJSON {
 		return a.printJSON(planJSON{DryRun: true, Read: c.Read, Send: c.Sent, SendByStatus: p.ByStatus,
 			Unchanged: c.Unchanged, Suppressed: c.Suppressed, Duplicates: c.Duplicates, Rejected: c.Rejected,
-			RejectsByCode: p.RejectsByCode, PlanFile: f.plan})
+			RejectsByCode: p.RejectsByCode, Remove: c.Removed, RemovalsNote: p.RemovalsStopped, PlanFile: f.plan})
 	}
 	return printPlan(summary, p, f.plan)
 }
@@ -118,6 +120,12 @@ func printPlan(w io.Writer, p jobs.Plan, planFile string) error {
 	t.row("suppressed:", c.Suppressed)
 	t.row("duplicates:", c.Duplicates)
 	t.row("rejected:", fmt.Sprintf("%d%s", c.Rejected, breakdown(p.RejectsByCode, func(k string) string { return k })))
+	if c.Removed > 0 || p.RemovalsStopped != "" {
+		t.row("would unsubscribe:", c.Removed)
+	}
+	if p.RemovalsStopped != "" {
+		t.row("removals:", p.RemovalsStopped)
+	}
 	if planFile != "" && planFile != "-" {
 		t.row("plan:", planFile)
 	}

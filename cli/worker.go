@@ -114,7 +114,7 @@ next start. A configuration error exits 2, so a service manager need not restart
 }
 
 func (a *app) syncCommand() *cobra.Command {
-	var full, wait, asJSON bool
+	var full, wait, asJSON, allowRemovals bool
 	var dry dryRunFlags
 	cmd := &cobra.Command{
 		Use:   "sync NAME",
@@ -132,10 +132,16 @@ itself when no worker takes it; it exits 1 when the run fails.
 With --dry-run nothing is queued or sent: the source is read, mapped and filtered here and
 now, exactly as the run would, and the command prints how many rows would be sent (per
 status), unchanged, suppressed, duplicates and rejected; --plan FILE writes one CSV line per
-source row (line, sheet, email, action, status, status_mobile, code, column, value, reason).`,
+source row (line, sheet, email, action, status, status_mobile, code, column, value, reason).
+
+A sync with removed = "unsubscribe" unsubscribes, after its rows, the people it delivered
+before who are no longer in its source, unless more would go than its max_removals allows:
+the run then fails before unsubscribing anyone and says how many would have gone.
+--allow-removals lets this one run through. The dry run lists them (action "remove").`,
 		Example: `  subsync sync newsletter-export
   subsync sync crm --full --wait
-  subsync sync crm --dry-run --plan plan.csv`,
+  subsync sync crm --dry-run --plan plan.csv
+  subsync sync crm --allow-removals --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -156,10 +162,10 @@ source row (line, sheet, email, action, status, status_mobile, code, column, val
 			defer rt.Close()
 			if dry.dryRun {
 				return a.dryRun(ctx, dry, asJSON, func(ctx context.Context, row func(jobs.PlanRow) error) (jobs.Plan, error) {
-					return rt.PlanSync(ctx, args[0], full, row)
+					return rt.PlanSyncArgs(ctx, jobs.SyncArgs{Name: args[0], Full: full, AllowRemovals: allowRemovals}, row)
 				})
 			}
-			id, err := rt.EnqueueSync(ctx, args[0], full)
+			id, err := rt.EnqueueSyncArgs(ctx, jobs.SyncArgs{Name: args[0], Full: full, AllowRemovals: allowRemovals})
 			var notFull *jobs.FullNotQueuedError
 			switch {
 			case errors.As(err, &notFull):
@@ -178,6 +184,7 @@ source row (line, sheet, email, action, status, status_mobile, code, column, val
 		}),
 	}
 	cmd.Flags().BoolVar(&full, "full", false, "send every row, ignoring what was pushed before")
+	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "let this run unsubscribe more people who left the source than max_removals allows")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
 	dry.add(cmd)
 	jsonFlag(cmd, &asJSON)
@@ -264,6 +271,7 @@ type countsJSON struct {
 	Batches    int64 `json:"batches"`
 	Requests   int64 `json:"requests"`
 	Retries    int64 `json:"retries"`
+	Removed    int64 `json:"removed"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -278,7 +286,7 @@ func toRunJSON(r state.Run) runJSON {
 	return runJSON{
 		ID: r.ID, JobID: r.JobID, Kind: r.Kind, Name: r.Name, ListID: r.ListID, Source: r.Source,
 		State: string(r.State), Error: r.Error, Position: r.Position, TotalRows: r.TotalRows,
-		Counts:   countsJSON{c.Read, c.Sent, c.Rejected, c.Duplicates, c.Suppressed, c.Unchanged, c.Batches, c.Requests, c.Retries},
+		Counts:   countsJSON{c.Read, c.Sent, c.Rejected, c.Duplicates, c.Suppressed, c.Unchanged, c.Batches, c.Requests, c.Retries, c.Removed},
 		Attempts: r.Attempts, Worker: r.Worker, Scheduled: r.ScheduledAt,
 		Started: timePtr(r.StartedAt), Finished: timePtr(r.FinishedAt), DurationMS: r.Duration().Milliseconds(),
 	}
@@ -317,7 +325,7 @@ func (a *app) printRun(ctx context.Context, store *state.Store, r state.Run, asJ
 	}
 	pairs = append(pairs,
 		"rows read", c.Read, "sent", c.Sent, "rejected", c.Rejected, "duplicates", c.Duplicates,
-		"suppressed", c.Suppressed, "unchanged", c.Unchanged, "batches", c.Batches,
+		"suppressed", c.Suppressed, "unchanged", c.Unchanged, "removed", c.Removed, "batches", c.Batches,
 		"requests", fmt.Sprintf("%d (%d retries)", c.Requests, c.Retries),
 		"attempts", r.Attempts, "started", formatTime(r.StartedAt), "finished", formatTime(r.FinishedAt),
 		"duration", r.Duration().Round(time.Millisecond),

@@ -25,6 +25,9 @@
 package config
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/sources"
 )
@@ -164,6 +167,29 @@ type Sync struct {
 	Mapping Mapping `toml:"mapping"`
 	// Suppression is SuppressionSkip (default) or SuppressionUpdateKeepStatus.
 	Suppression string `toml:"suppression"`
+	// Removed is what becomes of people the sync delivered before who left its source:
+	// jobs.RemovedKeep (default) or jobs.RemovedUnsubscribe.
+	Removed string `toml:"removed"`
+	// MaxRemovals is the removal guard: a count (500) or a percentage of the sync's members
+	// ("10%"). Default jobs.MaxRemovalsDefault.
+	MaxRemovals RemovalLimit `toml:"max_removals"`
+}
+
+// RemovalLimit is a sync's max_removals: a count written as a number (500) or a string
+// ("500"), or a percentage written as a string ("10%").
+type RemovalLimit string
+
+// UnmarshalTOML takes a number or a string.
+func (l *RemovalLimit) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case int64:
+		*l = RemovalLimit(strconv.FormatInt(v, 10))
+	case string:
+		*l = RemovalLimit(v)
+	default:
+		return fmt.Errorf(`want a count (500) or a percentage ("10%%"), got %v`, v)
+	}
+	return nil
 }
 
 // Source describes one source of rows.

@@ -34,6 +34,8 @@ func (c *Config) setDefaults() {
 		s := &c.Syncs[i]
 		s.TimeZone = cmp.Or(s.TimeZone, jobs.TimeZoneDefault)
 		s.Suppression = cmp.Or(s.Suppression, jobs.SuppressionSkip)
+		s.Removed = cmp.Or(s.Removed, jobs.RemovedKeep)
+		s.MaxRemovals = cmp.Or(s.MaxRemovals, RemovalLimit(jobs.MaxRemovalsDefault))
 		src := &s.Source
 		src.Kind = strings.ToLower(cmp.Or(src.Kind, sources.KindFromName(src.Path)))
 	}

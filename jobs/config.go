@@ -116,6 +116,13 @@ type SyncSpec struct {
 	Mapping *mapping.Spec
 	// Suppression is SuppressionSkip (default) or SuppressionUpdateKeepStatus.
 	Suppression string
+	// Removed is what becomes of people the sync delivered before and a complete read of its
+	// source no longer contains: RemovedKeep (default) or RemovedUnsubscribe.
+	Removed string
+	// MaxRemovals is the removal guard: a count ("500") or a percentage of the sync's members
+	// ("10%"); a run that would unsubscribe more stops before unsubscribing anyone, unless
+	// SyncArgs.AllowRemovals. Default MaxRemovalsDefault.
+	MaxRemovals string
 }
 
 // StatusPullSpec configures the status pull.
@@ -190,6 +197,8 @@ func (c Config) withDefaults() Config {
 	c.Syncs = slices.Clone(c.Syncs) // the caller's slice is theirs (and may be shared)
 	for i := range c.Syncs {
 		c.Syncs[i].Suppression = cmp.Or(c.Syncs[i].Suppression, SuppressionSkip)
+		c.Syncs[i].Removed = cmp.Or(c.Syncs[i].Removed, RemovedKeep)
+		c.Syncs[i].MaxRemovals = cmp.Or(c.Syncs[i].MaxRemovals, MaxRemovalsDefault)
 	}
 	return c
 }

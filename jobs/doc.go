@@ -23,6 +23,14 @@
 //     a status pull changed it). A suppressed row is never sent as active: it is skipped
 //     (skip) or sent with its suppressed status (update-keep-status), and counted as
 //     suppressed either way. PlanSync and PlanImport are dry runs of the same pipeline.
+//   - Removals and moves: a sync with SyncSpec.Removed = RemovedUnsubscribe, or whose mapping
+//     maps a column to external_id (its key), keeps a roster of whom it delivered (package
+//     state), written with the checkpoints. Once its rows are done it unsubscribes (status
+//     form, one recorded request of at most 1000 at a time, fenced by the lease) the old
+//     addresses of keys that came with a new one, and, after a complete read that was not
+//     incremental, the members the read no longer contains, unless more than
+//     SyncSpec.MaxRemovals would go and SyncArgs.AllowRemovals is not set: the run then fails
+//     (RemovalsStoppedError) having unsubscribed none of them.
 //   - A run is the engine of package internal/pipeline (producer, filter, batcher,
 //     committer); jobs claims the run, fills the engine's Config and records its outcome.
 //     It streams source → mapping → dedupe → suppression and delta filters → batches of

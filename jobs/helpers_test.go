@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"os"
@@ -166,4 +167,33 @@ func runOf(t *testing.T, s *state.Store, jobID int64) state.Run {
 		require.ErrorIs(t, err, state.ErrNotFound)
 	}
 	return r
+}
+
+// sqliteSource creates a SQLite database file of a SQL source with the statements given; it
+// returns its DSN and the database, closed at cleanup.
+func sqliteSource(t *testing.T, statements string) (string, *sql.DB) {
+	t.Helper()
+	dsn := filepath.Join(t.TempDir(), "crm.db")
+	db, err := sql.Open("sqlite", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = db.Exec(statements)
+	require.NoError(t, err)
+	return dsn, db
+}
+
+// syncAfterQueueEmpties queues a sync once the queue holds no job any more (River records a
+// job's end asynchronously: a sync whose run just ended may still count as running), and
+// waits for its run; the error is Wait's.
+func syncAfterQueueEmpties(t *testing.T, rt *jobs.Runtime, args jobs.SyncArgs) (state.Run, error) {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, time.Minute, "the queue to empty", func() bool {
+		left, err := rt.Jobs(ctx)
+		require.NoError(t, err)
+		return len(left) == 0
+	})
+	id, err := rt.EnqueueSyncArgs(ctx, args)
+	require.NoError(t, err)
+	return rt.Wait(ctx, id, nil)
 }

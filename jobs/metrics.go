@@ -34,7 +34,7 @@ func newMetrics() *metrics {
 		reg: prometheus.NewRegistry(),
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "subsync_rows_total",
-			Help: "Source rows by outcome (read, sent, rejected, suppressed, unchanged, duplicate), counted when checkpointed.",
+			Help: "Source rows by outcome (read, sent, rejected, suppressed, unchanged, duplicate; removed: people a sync unsubscribed), counted when checkpointed.",
 		}, []string{"kind", "sync", "outcome"}),
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "subsync_batches_total",
@@ -96,6 +96,7 @@ func (m *metrics) addCounts(kind, sync string, c state.Counts) {
 	add("suppressed", c.Suppressed)
 	add("unchanged", c.Unchanged)
 	add("duplicate", c.Duplicates)
+	add("removed", c.Removed)
 	if c.Batches > 0 {
 		m.batches.WithLabelValues(kind, sync).Add(float64(c.Batches))
 	}

@@ -25,6 +25,9 @@ const (
 	PlanDuplicate = "duplicate"
 	// PlanRejected: the row is invalid (PlanRow.Code and Reason say why).
 	PlanRejected = "rejected"
+	// PlanRemove: not a source row but a person the sync would unsubscribe at its end
+	// (PlanRow.Reason says why: they left the source, or their key came with a new address).
+	PlanRemove = "remove"
 )
 
 // PlanRow is what a dry run would do with one source row.
@@ -54,6 +57,10 @@ type Plan struct {
 	ByStatus map[string]int64
 	// RejectsByCode counts the rejected rows per code.
 	RejectsByCode map[string]int64
+	// Counts.Removed is how many people the run would unsubscribe at its end (old addresses
+	// of moved keys, and people who left the source); RemovalsStopped says why those who left
+	// would not be (the guard, an incremental read), "" when they would.
+	RemovalsStopped string
 }
 
 // PlanSync is a dry run of the named sync: it reads the source, maps, dedupes and filters it
@@ -62,6 +69,13 @@ type Plan struct {
 // creates no custom field, and writes nothing to the database; it reads the service (the
 // list, the custom fields). An incremental SQL source reads from its watermark unless full.
 func (rt *Runtime) PlanSync(ctx context.Context, name string, full bool, row func(PlanRow) error) (Plan, error) {
+	return rt.PlanSyncArgs(ctx, SyncArgs{Name: name, Full: full}, row)
+}
+
+// PlanSyncArgs is PlanSync with every argument a run of the sync takes (AllowRemovals: the
+// guard does not stop the removals it lists).
+func (rt *Runtime) PlanSyncArgs(ctx context.Context, args SyncArgs, row func(PlanRow) error) (Plan, error) {
+	name, full := args.Name, args.Full
 	spec, ok := rt.cfg.sync(name)
 	if !ok {
 		return Plan{}, fmt.Errorf("sync %q is not in the configuration", name)
@@ -75,7 +89,8 @@ func (rt *Runtime) PlanSync(ctx context.Context, name string, full bool, row fun
 		src.Watermark = wm
 	}
 	return rt.plan(ctx, streamSpec{source: src, listID: spec.ListID, mapping: spec.Mapping,
-		suppression: spec.Suppression, delta: !full}, row)
+		suppression: spec.Suppression, delta: !full, sync: spec.Name, removed: spec.Removed,
+		maxRemovals: spec.MaxRemovals, allowRemovals: args.AllowRemovals}, row)
 }
 
 // PlanImport is a dry run of an import (see PlanSync): a file is read where it is (never
@@ -128,7 +143,40 @@ func (rt *Runtime) plan(ctx context.Context, s streamSpec, row func(PlanRow) err
 		return row(pr)
 	})
 	pl.Counts.Read = read
-	return pl, err
+	if err != nil || cfg.Roster == nil {
+		return pl, err
+	}
+	return pl, rt.planRemovalRows(ctx, p, s, &pl, row)
+}
+
+// planRemovalRows adds to a sync's plan whom it would unsubscribe at its end, one plan row
+// each.
+func (rt *Runtime) planRemovalRows(ctx context.Context, p *pipeline.Engine, s streamSpec, pl *Plan, row func(PlanRow) error) error {
+	rp, err := rt.planRemovals(ctx, p, s)
+	if err != nil {
+		return err
+	}
+	pl.RemovalsStopped = rp.why
+	absent := rp.Absent
+	if rp.stopped != nil {
+		pl.RemovalsStopped, absent = rp.stopped.Error(), nil
+	}
+	pl.Counts.Removed = int64(len(rp.Moved) + len(absent))
+	if row == nil {
+		return nil
+	}
+	for _, list := range []struct {
+		emails []string
+		reason string
+	}{{rp.Moved, "the key came with a new address: the old one is unsubscribed"},
+		{absent, "not in the source any more: unsubscribed (from every list, one status per subscriber)"}} {
+		for _, e := range list.emails {
+			if err := row(PlanRow{Email: e, Action: PlanRemove, Status: state.StatusUnsubscribed, Reason: list.reason}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // planRow is the plan row of what a run would do with a row, counted in pl's sums by status

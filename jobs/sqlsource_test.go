@@ -2,8 +2,6 @@ package jobs_test
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,18 +21,13 @@ func TestSQLSourceNeverSucceedsFailsAtOnce(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		ctx := context.Background()
 		b := setup(t, backend)
-		dsn := filepath.Join(t.TempDir(), "crm.db")
-		db, err := sql.Open("sqlite", dsn)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = db.Close() })
-		_, err = db.Exec("CREATE TABLE src (email TEXT); INSERT INTO src VALUES ('a@example.com')")
-		require.NoError(t, err)
+		dsn, db := sqliteSource(t, "CREATE TABLE src (email TEXT); INSERT INTO src VALUES ('a@example.com')")
 
 		writes := jobs.Config{DataDir: t.TempDir(), Sources: map[string]sources.Config{
 			"drop": {Kind: sources.KindSQL, Driver: "sqlite", DSN: dsn, Query: "DROP TABLE src"},
 			"two":  {Kind: sources.KindSQL, Driver: "sqlite", DSN: dsn, Query: "SELECT email FROM src; DROP TABLE src"},
 		}}
-		err = writes.Validate()
+		err := writes.Validate()
 		require.ErrorContains(t, err, `Sources[drop].Query: "DROP TABLE src"`)
 		require.ErrorContains(t, err, "Sources[two].Query")
 

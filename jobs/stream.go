@@ -27,6 +27,12 @@ type streamSpec struct {
 	tag         string
 	suppression string
 	delta       bool
+	// sync names the sync of a sync run ("" for an import); removed, maxRemovals and
+	// allowRemovals are its removal settings (see SyncSpec and SyncArgs).
+	sync          string
+	removed       string
+	maxRemovals   string
+	allowRemovals bool
 }
 
 // checkList fails at once, permanently, when the list does not exist (GET
@@ -131,6 +137,11 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		FingerprintFlush: rt.cfg.FingerprintFlush,
 		DryRun:           dryRun,
 	}
+	if s.sync != "" && (s.removed == RemovedUnsubscribe || m.KeyColumn() != "") {
+		if cfg.Roster, err = rt.store.LoadRoster(ctx, s.sync, s.listID); err != nil {
+			return cfg, nil, err
+		}
+	}
 	// The suppression list is loaded now, so that a failure shows before the first row; the
 	// run re-reads it as it changes.
 	if cfg.Suppressions, err = rt.store.LoadSuppressions(ctx, s.listID); err != nil {
@@ -180,6 +191,11 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 			a.log.WarnContext(ctx, "values that were not valid UTF-8 were read as Windows-1252: check these lines",
 				slog.Int64("values", n), slog.Any("lines", lines))
 			a.warning = strayWarning(n, lines)
+		}
+	}
+	if cfg.Roster != nil {
+		if err := rt.remove(ctx, a, p, s); err != nil {
+			return "", err
 		}
 	}
 	if w, ok := r.(interface{ Watermark() string }); ok {

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,9 @@ type SyncArgs struct {
 	Name string `json:"name" river:"unique"`
 	// Full sends every row, ignoring the delta fingerprints (and a SQL watermark).
 	Full bool `json:"full,omitempty"`
+	// AllowRemovals lets this run unsubscribe more people who left the source than the
+	// sync's max_removals allows (one run; a schedule never sets it).
+	AllowRemovals bool `json:"allow_removals,omitempty"`
 }
 
 // Kind is the job kind.
@@ -45,17 +49,31 @@ func (SyncArgs) InsertOpts() river.InsertOpts {
 // that job, unless it asks for a full run and that job is a delta run, when the error is a
 // *FullNotQueuedError.
 func (rt *Runtime) EnqueueSync(ctx context.Context, name string, full bool) (int64, error) {
+	return rt.EnqueueSyncArgs(ctx, SyncArgs{Name: name, Full: full})
+}
+
+// EnqueueSyncArgs is EnqueueSync with every argument of the job: a request for
+// AllowRemovals while a run without it is queued or running is not folded into that run
+// either (a *FullNotQueuedError saying so).
+func (rt *Runtime) EnqueueSyncArgs(ctx context.Context, args SyncArgs) (int64, error) {
+	name, full := args.Name, args.Full
 	if _, ok := rt.cfg.sync(name); !ok {
 		return 0, fmt.Errorf("sync %q is not in the configuration", name)
 	}
-	res, err := rt.q.Insert(ctx, SyncArgs{Name: name, Full: full}, nil)
+	res, err := rt.q.Insert(ctx, args, nil)
 	if err != nil {
 		return 0, fmt.Errorf("queue sync %q: %w", name, err)
 	}
 	if res.UniqueSkippedAsDuplicate {
 		var existing SyncArgs
-		if full && json.Unmarshal(res.Job.EncodedArgs, &existing) == nil && !existing.Full {
-			return res.Job.ID, &FullNotQueuedError{Name: name, JobID: res.Job.ID, Running: res.Job.State == rivertype.JobStateRunning}
+		if json.Unmarshal(res.Job.EncodedArgs, &existing) == nil &&
+			(full && !existing.Full || args.AllowRemovals && !existing.AllowRemovals) {
+			flag := "--full"
+			if !full || existing.Full {
+				flag = "--allow-removals"
+			}
+			return res.Job.ID, &FullNotQueuedError{Name: name, JobID: res.Job.ID, Running: res.Job.State == rivertype.JobStateRunning,
+				Flag: flag}
 		}
 		return res.Job.ID, fmt.Errorf("sync %q is %w as job %d", name, ErrAlreadyQueued, res.Job.ID)
 	}
@@ -67,8 +85,9 @@ func (rt *Runtime) EnqueueSync(ctx context.Context, name string, full bool) (int
 // queued, and the delta run will not send unchanged rows. It is also ErrAlreadyQueued.
 type FullNotQueuedError struct {
 	Name    string
-	JobID   int64 // the delta run's job
-	Running bool  // running, else queued
+	Flag    string // the flag not queued: "--full" ("" too) or "--allow-removals"
+	JobID   int64  // the delta run's job
+	Running bool   // running, else queued
 }
 
 func (e *FullNotQueuedError) Error() string {
@@ -76,8 +95,12 @@ func (e *FullNotQueuedError) Error() string {
 	if e.Running {
 		state = "running"
 	}
-	return fmt.Sprintf("sync %q --full was not queued: a delta run of it is %s as job %d, and a sync runs once at a time; "+
-		"run it with --full again when job %d has ended", e.Name, state, e.JobID, e.JobID)
+	flag, what := cmp.Or(e.Flag, "--full"), "a delta run"
+	if flag != "--full" {
+		what = "a run without " + flag
+	}
+	return fmt.Sprintf("sync %q %s was not queued: %s of it is %s as job %d, and a sync runs once at a time; "+
+		"run it with %s again when job %d has ended", e.Name, flag, what, state, e.JobID, flag, e.JobID)
 }
 
 // Is makes the error ErrAlreadyQueued.
@@ -116,7 +139,12 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 			src.Watermark = wm
 		}
 		wm, err := rt.stream(ctx, a, streamSpec{source: src, listID: spec.ListID, mapping: spec.Mapping,
-			suppression: spec.Suppression, delta: !job.Args.Full})
+			suppression: spec.Suppression, delta: !job.Args.Full, sync: spec.Name, removed: spec.Removed,
+			maxRemovals: spec.MaxRemovals, allowRemovals: job.Args.AllowRemovals})
+		var stopped *RemovalsStoppedError
+		if err != nil && spec.Removed == RemovedUnsubscribe && !errors.Is(err, errInterrupted) && !errors.As(err, &stopped) {
+			return fmt.Errorf("%w (nobody was removed: only a complete read of the source removes people)", err)
+		}
 		if err != nil {
 			return err
 		}

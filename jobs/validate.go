@@ -76,6 +76,12 @@ func (c Config) Validate() error {
 		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdateKeepStatus {
 			p.Add(key+".Suppression", s.Suppression, "want %q or %q", SuppressionSkip, SuppressionUpdateKeepStatus)
 		}
+		if s.Removed != RemovedKeep && s.Removed != RemovedUnsubscribe {
+			p.Add(key+".Removed", s.Removed, "want %q or %q", RemovedKeep, RemovedUnsubscribe)
+		}
+		if _, err := RemovalLimit(s.MaxRemovals, 0); err != nil {
+			p.Add(key+".MaxRemovals", s.MaxRemovals, "%v", err)
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Sources)) {
 		key := "Sources[" + name + "]"

@@ -474,6 +474,17 @@ func (m *Mapper) compileConstants(e *SpecError, spec Spec, fields Fields, claim 
 // Header returns the source header the Mapper was compiled for.
 func (m *Mapper) Header() []string { return slices.Clone(m.header) }
 
+// KeyColumn is the source column mapped to external_id (the source key, a CRM id), or ""
+// when no column is: a constant external_id is no key.
+func (m *Mapper) KeyColumn() string {
+	for _, o := range m.ops {
+		if o.name == sink.FieldExternalID {
+			return o.column
+		}
+	}
+	return ""
+}
+
 // Plan says, for every source column in order, where it goes.
 func (m *Mapper) Plan() []PlanEntry { return slices.Clone(m.plan) }
 

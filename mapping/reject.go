@@ -24,6 +24,8 @@ const (
 	CodeTooLong         = "too_long"         // a value longer than its field allows (or a line over the reader's limit); never truncated
 	CodeDuplicateEmail  = "duplicate_email"  // a second row for an e-mail address (duplicates = "reject")
 	CodeRowUnreadable   = "row_unreadable"   // the source could not read the row (a *sources.RowError of another cause)
+	CodeDuplicateKey    = "duplicate_key"    // the source key (the column mapped to external_id) is on an earlier row with another e-mail
+	CodeKeyConflict     = "key_conflict"     // the e-mail address is on an earlier row with another source key
 )
 
 // maxRejectValue is how many characters of a rejected value a Reject keeps.
@@ -94,4 +96,25 @@ func rowErrorCode(err *sources.RowError) string {
 func (r *Reject) Record() state.Reject {
 	return state.Reject{Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Column: r.Column,
 		Value: strings.Clone(r.Value), Code: r.Code, Reason: r.Message}
+}
+
+// KeyReject is the reject of a row of a mapping with a key column whose key or e-mail an
+// earlier row of the run claimed: code is CodeDuplicateKey (the key came with another
+// e-mail) or CodeKeyConflict (the e-mail came with another key).
+func (m *Mapper) KeyReject(row *Row, code string) Reject {
+	r := Reject{Ordinal: row.Ordinal, Line: row.Line, Sheet: row.Sheet, Code: code}
+	switch code {
+	case CodeDuplicateKey:
+		r.Column, r.Value = m.KeyColumn(), shorten(row.Sub.ExternalID, maxRejectValue)
+		r.Message = "the key is on an earlier row with another e-mail address: one key is one person"
+	default:
+		for _, o := range m.ops {
+			if o.kind == kEmail {
+				r.Column = o.column
+			}
+		}
+		r.Value = shorten(row.Sub.Email, maxRejectValue)
+		r.Message = "the e-mail address is on an earlier row with another key: two people cannot share an address"
+	}
+	return r
 }

@@ -281,6 +281,36 @@ DELETE FROM subsync_fingerprint_recent;
 ALTER TABLE subsync_fingerprint_recent ADD COLUMN source BIGINT NOT NULL DEFAULT 0`,
 	},
 	{
+		version: 5,
+		name:    "the roster of each sync (who it delivered to its list, with their source key), removals counted",
+		sqlite: `
+CREATE TABLE subsync_roster (
+    sync       TEXT    NOT NULL,
+    list_id    INTEGER NOT NULL,
+    email      TEXT    NOT NULL,
+    email_hash INTEGER NOT NULL,
+    ext_key    TEXT    NOT NULL DEFAULT '',
+    key_hash   INTEGER NOT NULL DEFAULT 0,
+    moved      INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (sync, list_id, email)
+) WITHOUT ROWID;
+CREATE INDEX subsync_roster_key ON subsync_roster (sync, list_id, key_hash);
+ALTER TABLE subsync_run ADD COLUMN rows_removed INTEGER NOT NULL DEFAULT 0`,
+		postgres: `
+CREATE TABLE subsync_roster (
+    sync       TEXT    NOT NULL,
+    list_id    BIGINT  NOT NULL,
+    email      TEXT    NOT NULL,
+    email_hash BIGINT  NOT NULL,
+    ext_key    TEXT    NOT NULL DEFAULT '',
+    key_hash   BIGINT  NOT NULL DEFAULT 0,
+    moved      INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (sync, list_id, email)
+);
+CREATE INDEX subsync_roster_key ON subsync_roster (sync, list_id, key_hash);
+ALTER TABLE subsync_run ADD COLUMN rows_removed BIGINT NOT NULL DEFAULT 0`,
+	},
+	{
 		version: 6,
 		name:    "whole rejected rows (the source header once per run, each reject's row) and warnings",
 		sqlite: `

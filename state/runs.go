@@ -45,9 +45,12 @@ type Counts struct {
 	Suppressed int64 // rows skipped because the person unsubscribed or bounced
 	Unchanged  int64 // rows skipped because their payload is unchanged since the last push
 	Sent       int64 // rows acknowledged by the service
-	Batches    int64 // bulk batches acknowledged
-	Requests   int64 // HTTP requests made (including retries and 422 splits)
-	Retries    int64 // HTTP retries
+	// Removed is the people a sync unsubscribed because they left its source, or because
+	// their key came with a new address (see Store.LoadRoster).
+	Removed  int64
+	Batches  int64 // bulk batches acknowledged
+	Requests int64 // HTTP requests made (including retries and 422 splits)
+	Retries  int64 // HTTP retries
 }
 
 // Add returns c + o.
@@ -55,6 +58,7 @@ func (c Counts) Add(o Counts) Counts {
 	return Counts{
 		Read: c.Read + o.Read, Rejected: c.Rejected + o.Rejected, Duplicates: c.Duplicates + o.Duplicates,
 		Suppressed: c.Suppressed + o.Suppressed, Unchanged: c.Unchanged + o.Unchanged, Sent: c.Sent + o.Sent,
+		Removed: c.Removed + o.Removed,
 		Batches: c.Batches + o.Batches, Requests: c.Requests + o.Requests, Retries: c.Retries + o.Retries,
 	}
 }
@@ -103,7 +107,7 @@ func (r Run) Duration() time.Duration {
 const runColumns = `id, job_id, kind, name, list_id, source, state, error, position, total_rows,
 bytes_done, total_bytes, rows_read, rows_rejected, rows_duplicate, rows_suppressed, rows_unchanged,
 rows_sent, batches, requests, retries, attempts, worker, lease_owner, lease_until, scheduled_at,
-started_at, updated_at, finished_at`
+started_at, updated_at, finished_at, rows_removed`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -115,7 +119,7 @@ func scanRun(sc rowScanner) (Run, error) {
 		&r.Position, &r.TotalRows, &r.BytesDone, &r.TotalBytes,
 		&r.Counts.Read, &r.Counts.Rejected, &r.Counts.Duplicates, &r.Counts.Suppressed, &r.Counts.Unchanged,
 		&r.Counts.Sent, &r.Counts.Batches, &r.Counts.Requests, &r.Counts.Retries, &r.Attempts, &r.Worker,
-		&r.LeaseOwner, &leaseUntil, &scheduled, &started, &updated, &finished)
+		&r.LeaseOwner, &leaseUntil, &scheduled, &started, &updated, &finished, &r.Counts.Removed)
 	if err != nil {
 		return Run{}, err
 	}
@@ -225,6 +229,9 @@ type Checkpoint struct {
 	// Warnings are rows sent without a value mapping dropped (see mapping's on_invalid); a
 	// row's warnings stand together. They add nothing to the counts.
 	Warnings []Reject
+	// Roster is what the stretch changes in the sync's roster (nil: nothing), written in the
+	// same transaction: a killed run neither loses nor repeats it.
+	Roster *RosterChange
 }
 
 // SetTotals records what is known in advance of a run's size.
@@ -248,15 +255,18 @@ func (s *Store) Checkpoint(ctx context.Context, cp Checkpoint) error {
     rows_read = rows_read + $5, rows_rejected = rows_rejected + $6, rows_duplicate = rows_duplicate + $7,
     rows_suppressed = rows_suppressed + $8, rows_unchanged = rows_unchanged + $9, rows_sent = rows_sent + $10,
     batches = batches + $11, requests = requests + $12, retries = retries + $13,
-    lease_until = `+now+` + $14, updated_at = `+now+`
+    lease_until = `+now+` + $14, updated_at = `+now+`, rows_removed = rows_removed + $15
 WHERE id = $1 AND lease_owner = $2`,
 			cp.RunID, cp.Owner, cp.Position, cp.BytesDone,
 			d.Read, d.Rejected, d.Duplicates, d.Suppressed, d.Unchanged, d.Sent, d.Batches, d.Requests, d.Retries,
-			cp.TTL.Microseconds())
+			cp.TTL.Microseconds(), d.Removed)
 		if err != nil {
 			return fmt.Errorf("checkpoint run %d: %w", cp.RunID, err)
 		}
 		if err := fenced(res, cp.RunID); err != nil {
+			return err
+		}
+		if err := s.writeRoster(ctx, tx, cp.Roster); err != nil {
 			return err
 		}
 		if err := insertRejects(ctx, tx, s.d, cp.RunID, "subsync_reject", cp.Rejects); err != nil {

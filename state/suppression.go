@@ -39,20 +39,24 @@ type StatusChange struct {
 
 // Suppress adds entries to the suppression list (or updates them when newer).
 func (s *Store) Suppress(ctx context.Context, entries []Suppression) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		changed := false
-		for _, e := range entries {
-			c, err := suppress(ctx, tx, e.ListID, e.Email, e.Status, e.ChangedAt)
-			if err != nil {
-				return err
-			}
-			changed = changed || c
+	return s.inTx(ctx, func(tx *sql.Tx) error { return suppressAll(ctx, tx, entries) })
+}
+
+// suppressAll records suppressions in tx, and bumps the suppression list's version if any
+// changed it.
+func suppressAll(ctx context.Context, tx *sql.Tx, entries []Suppression) error {
+	changed := false
+	for _, e := range entries {
+		c, err := suppress(ctx, tx, e.ListID, e.Email, e.Status, e.ChangedAt)
+		if err != nil {
+			return err
 		}
-		if changed {
-			return bumpSuppressionVersion(ctx, tx)
-		}
-		return nil
-	})
+		changed = changed || c
+	}
+	if changed {
+		return bumpSuppressionVersion(ctx, tx)
+	}
+	return nil
 }
 
 // suppress records one suppression; it reports whether the list changed.

@@ -25,7 +25,7 @@ type demoJSON struct {
 			Kind   string `json:"kind"`
 			State  string `json:"state"`
 			Counts struct {
-				Read, Sent, Rejected, Duplicates, Suppressed, Unchanged int64
+				Read, Sent, Rejected, Duplicates, Suppressed, Unchanged, Removed int64
 			} `json:"counts"`
 		} `json:"run"`
 		Rejects map[string]int64 `json:"rejects_by_code"`
@@ -60,17 +60,18 @@ func TestBinaryDemoKeep(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d), r.stdout)
 	require.DirExists(t, d.Dir)
 	t.Cleanup(func() { os.RemoveAll(d.Dir) })
-	require.Len(t, d.Runs, 4)
+	require.Len(t, d.Runs, 5)
 	for _, run := range d.Runs {
 		require.Equal(t, "completed", run.Run.State, run.Step)
 	}
-	imp, pull, sync := d.Runs[0], d.Runs[2], d.Runs[3]
+	imp, pull, sync, resync := d.Runs[0], d.Runs[2], d.Runs[3], d.Runs[4]
 
-	// Every data line of the CSV file is read (no quoted line breaks in it).
+	// Every data line of the CSV file, as the CRM last changed it, is read (no quoted line
+	// breaks in it).
 	data, err := os.ReadFile(filepath.Join(d.Dir, "kontakter.csv"))
 	require.NoError(t, err)
 	lines := int64(bytes.Count(data, []byte("\r\n"))) - 1 // the header
-	require.Equal(t, lines, imp.Run.Counts.Read)
+	require.Equal(t, lines, resync.Run.Counts.Read)
 
 	// The rows it did not send are in the run history, one per rejected row.
 	rej := run(t, d.Dir, nil, "--config", filepath.Join(d.Dir, "subsync.toml"), "runs",
@@ -87,14 +88,18 @@ func TestBinaryDemoKeep(t *testing.T) {
 	// Each row read is counted once: sent, rejected or duplicate.
 	c := imp.Run.Counts
 	require.Equal(t, c.Read, c.Sent+c.Rejected+c.Duplicates)
-	require.Equal(t, c.Sent, d.Lists[0].Subscribers)
+	// The last sync sent the one new address, and unsubscribed the old one and those who left.
+	rc := resync.Run.Counts
+	require.Equal(t, int64(1), rc.Sent)
+	require.Equal(t, imp.Run.Counts.Read-rc.Read+1, rc.Removed)
+	require.Equal(t, c.Sent+rc.Sent, d.Lists[0].Subscribers)
 
 	// The second sync: everyone the status pull recorded is suppressed, everything else unchanged.
 	s := sync.Run.Counts
 	require.Equal(t, "status_pull", pull.Run.Kind)
 	require.Positive(t, pull.Run.Counts.Read)
 	require.Equal(t, pull.Run.Counts.Read, s.Suppressed)
-	require.Equal(t, d.Lists[0].Unsubscribed+d.Lists[0].Bounced, s.Suppressed)
+	require.Equal(t, d.Lists[0].Unsubscribed+d.Lists[0].Bounced, s.Suppressed+rc.Removed)
 	require.Zero(t, s.Sent)
 	require.Equal(t, c.Rejected, s.Rejected)
 	require.Equal(t, c.Duplicates, s.Duplicates)

@@ -56,6 +56,7 @@ type batch struct {
 	payloads       []uint64
 	sources        []uint64
 	vals           [][]string // the rows' source values, for a refused row's reject
+	members        []uint8    // with a roster: the rows' member flags
 	minOrd, maxOrd int64
 
 	res       sink.BatchResult
@@ -112,6 +113,9 @@ func (t *batcher) add(ctx context.Context, c *chunk, i int) error {
 	b.payloads = append(b.payloads, c.payloads[i])
 	b.sources = append(b.sources, c.sources[i])
 	b.vals = append(b.vals, c.vals[i])
+	if len(c.members) > 0 {
+		b.members = append(b.members, c.members[i])
+	}
 	b.maxOrd = r.Ordinal
 	if len(b.rows) == sink.MaxBatchRows {
 		return t.dispatch(ctx, b)
@@ -127,7 +131,8 @@ func (t *batcher) newBatch(key groupKey, minOrd int64) *batch {
 		b.mem.reset()
 		clear(b.vals) // drop the source rows
 		*b = batch{key: key, minOrd: minOrd, mem: b.mem, rows: b.rows[:0], ords: b.ords[:0], lines: b.lines[:0],
-			emails: b.emails[:0], payloads: b.payloads[:0], sources: b.sources[:0], vals: b.vals[:0]}
+			emails: b.emails[:0], payloads: b.payloads[:0], sources: b.sources[:0], vals: b.vals[:0],
+			members: b.members[:0]}
 		return b
 	}
 	const n = sink.MaxBatchRows

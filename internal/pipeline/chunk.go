@@ -43,6 +43,9 @@ type chunk struct {
 	payloads []uint64
 	outcomes []outcome           // in ordinal order once filtered
 	observe  []string            // e-mails of rows done before a restart, for the deduper only
+	obsKeys  []string            // the source keys of those rows (external_id), for the tracker
+	read     []uint64            // with a roster: the e-mail hash of every record's e-mail cell
+	members  []uint8             // with a roster: the rows' member flags (see roster.go)
 	skip     []bool              // scratch of filter
 	stored   []state.Fingerprint // scratch of filter: the fingerprints stored for the rows' e-mails
 	known    []bool              // scratch of filter: whether one is stored
@@ -50,6 +53,7 @@ type chunk struct {
 	bytes    int64 // source bytes consumed at the end of the chunk
 	err      error // the producer stopped: ErrInterrupted, a read or lookup failure
 	eof      bool  // the last chunk: the whole source is read
+	gap      bool  // the last chunk of a resumed run that did not read every row before its checkpoint again
 }
 
 // cand is a record of a delta run, read but not mapped.
@@ -73,11 +77,13 @@ func (c *chunk) release() {
 	clear(c.cands)
 	clear(c.vals)
 	clear(c.warns)
+	clear(c.obsKeys)
 	c.arena.Reset()
 	*c = chunk{arena: c.arena, recs: c.recs[:0], before: c.before[:0], rows: c.rows[:0], sources: c.sources[:0],
 		dups: c.dups[:0], emails: c.emails[:0], payloads: c.payloads[:0], outcomes: c.outcomes[:0],
 		skip: c.skip[:0], observe: c.observe[:0], stored: c.stored[:0], known: c.known[:0],
-		cands: c.cands[:0], candFPs: c.candFPs[:0], candKeys: c.candKeys[:0], vals: c.vals[:0], warns: c.warns[:0]}
+		cands: c.cands[:0], candFPs: c.candFPs[:0], candKeys: c.candKeys[:0], vals: c.vals[:0], warns: c.warns[:0],
+		obsKeys: c.obsKeys[:0], read: c.read[:0], members: c.members[:0]}
 }
 
 // mapRow maps rec in place, into the chunk's next row, and returns that row, recording a
@@ -109,6 +115,7 @@ func (c *chunk) observeOnly(m *mapping.Mapper, rec *sources.Record) {
 	var row mapping.Row
 	if rej := m.MapInto(&c.arena, rec, &row); rej == nil {
 		c.observe = append(c.observe, row.Sub.Email)
+		c.obsKeys = append(c.obsKeys, row.Sub.ExternalID)
 	}
 }
 

@@ -35,6 +35,8 @@ type committer struct {
 	owner    string
 	ttl      time.Duration
 	onCommit func(state.Counts)
+	roster   *state.Roster // a sync's: acknowledged members are recorded in it
+	listID   int64
 	release  func([]*batch) // the batcher takes back batches counted to the last row
 	fail     func(error)    // the batcher stops on a failed checkpoint
 
@@ -59,7 +61,7 @@ type commitUnit struct {
 
 func newCommitter(cfg Config) *committer {
 	return &committer{store: cfg.Store, log: cfg.Logger, fps: cfg.Fingerprints, fpFlush: cfg.FingerprintFlush,
-		runID: cfg.RunID, owner: cfg.Owner, ttl: cfg.LeaseTTL, onCommit: cfg.OnCommit,
+		runID: cfg.RunID, owner: cfg.Owner, ttl: cfg.LeaseTTL, onCommit: cfg.OnCommit, roster: cfg.Roster, listID: cfg.ListID,
 		commits: make(chan *commitUnit, 2*maxPendingCommits), done: make(chan *commitUnit, 2*maxPendingCommits),
 		stop: make(chan struct{}), result: make(chan error, 1)}
 }
@@ -125,6 +127,9 @@ func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch
 		case o.reject != nil:
 			u.cp.Rejects = append(u.cp.Rejects, *o.reject)
 		}
+		if o.member != nil {
+			c.rosterChange(u).Add = append(c.rosterChange(u).Add, *o.member)
+		}
 		n++
 	}
 	c.outcomes = append(c.outcomes[:0], c.outcomes[n:]...)
@@ -176,11 +181,35 @@ func (c *committer) countBatch(u *commitUnit, b *batch, w int64) {
 		}
 		d.Sent++
 		u.fps = append(u.fps, state.Fingerprint{Email: b.emails[i], Payload: b.payloads[i], Source: b.sources[i]})
+		if len(b.members) > i && b.members[i] != 0 {
+			c.addMember(u, b, i)
+		}
 	}
 	b.counted = k
 	if k == len(b.ords) {
 		b.committed = true
 		u.batches = append(u.batches, b)
+	}
+}
+
+// rosterChange is the roster change of u, made on first use.
+func (c *committer) rosterChange(u *commitUnit) *state.RosterChange {
+	if u.cp.Roster == nil {
+		u.cp.Roster = &state.RosterChange{Sync: c.roster.Sync(), ListID: c.listID}
+	}
+	return u.cp.Roster
+}
+
+// addMember records sent row i of b in the roster, and the status it carried over from the
+// address its key had (see filter.moveConsent) in the list's suppression list.
+func (c *committer) addMember(u *commitUnit, b *batch, i int) {
+	rc := c.rosterChange(u)
+	fl, r := b.members[i], &b.rows[i]
+	m := state.Member{Email: strings.Clone(r.Email), Key: strings.Clone(r.ExternalID), Moved: fl&memberMoved != 0}
+	rc.Add = append(rc.Add, m)
+	if fl&memberCarry != 0 {
+		rc.Suppress = append(rc.Suppress, state.Suppression{ListID: c.listID, Email: m.Email, Status: b.key.status,
+			ChangedAt: time.Now()})
 	}
 }
 
@@ -269,6 +298,13 @@ func mergeCheckpoints(units []*commitUnit) state.Checkpoint {
 		cp.Delta = cp.Delta.Add(u.cp.Delta)
 		cp.Rejects = append(cp.Rejects, u.cp.Rejects...)
 		cp.Warnings = append(cp.Warnings, u.cp.Warnings...)
+		if r := u.cp.Roster; r != nil {
+			if cp.Roster == nil {
+				cp.Roster = &state.RosterChange{Sync: r.Sync, ListID: r.ListID}
+			}
+			cp.Roster.Add = append(cp.Roster.Add, r.Add...)
+			cp.Roster.Suppress = append(cp.Roster.Suppress, r.Suppress...)
+		}
 	}
 	return cp
 }

@@ -31,6 +31,13 @@
 // as the checkpoint covers its rows: a resumed run counts every row once, and re-sends at
 // most the batches that were in the window when the worker died.
 //
+// A sync that removes people, or whose mapping has a key column, keeps a roster (roster.go):
+// the filter notes every address and key the run reads, gives a row whose key had another
+// address that address's suppressed status, and rejects a key on two addresses or an address
+// on two keys; the committer records whom the run delivered. Once the rows are done,
+// Removals and Unsubscribe (remove.go) unsubscribe the moved addresses and, after a complete
+// read, the members the read did not contain.
+//
 // A chunk (chunk.go) owns the memory its rows' mapping made (a mapping.Arena); the rules of
 // that memory are all in that file. An Engine is built with New and runs once, with Run, or
 // as a dry run with DryRun.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/subsync/subsync/mapping"
@@ -29,6 +30,7 @@ type filter struct {
 	suppression string
 	fps         *state.FingerprintSet
 	dryRun      bool
+	track       *tracker // a sync with a roster; nil otherwise
 
 	sup        Suppressions // re-read whenever the list changed
 	supChecked time.Time    // when the suppression list's version was last read
@@ -37,15 +39,27 @@ type filter struct {
 func newFilter(cfg Config) *filter {
 	return &filter{store: cfg.Store, log: cfg.Logger, mapper: cfg.Mapper, dedupe: cfg.Mapper.NewDeduper(),
 		mappingFP: cfg.Mapper.Fingerprint(), listID: cfg.ListID, delta: cfg.Delta, suppression: cfg.Suppression,
-		fps: cfg.Fingerprints, dryRun: cfg.DryRun, sup: cfg.Suppressions, supChecked: time.Now()}
+		fps: cfg.Fingerprints, dryRun: cfg.DryRun, sup: cfg.Suppressions, supChecked: time.Now(), track: newTracker(cfg)}
 }
 
 // run dedupes a mapped chunk by the mapping's policy, then filters its rows (see apply),
 // leaving the outcomes in ordinal order. A delta run's records are first resolved (see
 // resolve).
 func (f *filter) run(ctx context.Context, c *chunk) error {
-	for _, e := range c.observe {
+	for i, e := range c.observe {
 		f.dedupe.Observe(e)
+		if t := f.track; t != nil {
+			k := uint64(0)
+			if t.keyed {
+				k = state.KeyHash(c.obsKeys[i])
+			}
+			t.claim(state.EmailHash(e), k) // done before the restart: it claimed them then
+		}
+	}
+	if t := f.track; t != nil {
+		for _, h := range c.read {
+			t.read(h)
+		}
 	}
 	clear(c.observe)
 	c.observe = c.observe[:0]
@@ -85,6 +99,12 @@ func (f *filter) run(ctx context.Context, c *chunk) error {
 // goes on, dup whether its e-mail came before; ok is false for a row the duplicate policy
 // rejected.
 func (f *filter) check(c *chunk, row *mapping.Row, values []string) (send, dup, ok bool) {
+	if t := f.track; t != nil {
+		if code := t.claim(state.EmailHash(row.Sub.Email), t.key(row)); code != "" {
+			c.reject(f.mapper.KeyReject(row, code), values)
+			return false, false, false
+		}
+	}
 	before := f.dedupe.Duplicates()
 	send, drej := f.dedupe.Check(*row)
 	dup = f.dedupe.Duplicates() > before
@@ -154,6 +174,16 @@ func (f *filter) unchanged(c *chunk, cd *cand) bool {
 	if suppressed && f.suppression == SuppressionUpdateKeepStatus {
 		return false
 	}
+	if t := f.track; t != nil {
+		// Unchanged without mapping only as the member the roster holds, with its key.
+		key, ok := t.roster.Member(cd.key)
+		if !ok || t.keyed && t.claimed(cd.key, key) {
+			return false
+		}
+		if t.keyed {
+			t.claim(cd.key, key)
+		}
+	}
 	if f.dedupe.Observe(cd.email) {
 		return false
 	}
@@ -188,6 +218,11 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 	clear(c.skip)
 	c.emails = slices.Grow(c.emails[:0], len(c.rows))[:len(c.rows)]
 	c.payloads = slices.Grow(c.payloads[:0], len(c.rows))[:len(c.rows)]
+	c.members = c.members[:0]
+	if f.track != nil {
+		c.members = slices.Grow(c.members, len(c.rows))[:len(c.rows)]
+		clear(c.members)
+	}
 	f.suppress(c)
 	if f.delta && f.fps.Len() > 0 {
 		f.skipUnchanged(c)
@@ -197,12 +232,16 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 		if !c.skip[i] {
 			c.rows[n], c.sources[n], c.vals[n], c.dups[n], c.emails[n], c.payloads[n] =
 				c.rows[i], c.sources[i], c.vals[i], c.dups[i], c.emails[i], c.payloads[i]
+			if len(c.members) > 0 {
+				c.members[n] = c.members[i]
+			}
 			n++
 		}
 	}
 	clear(c.rows[n:])
 	clear(c.vals[n:])
 	c.rows, c.sources, c.vals, c.dups, c.emails, c.payloads = c.rows[:n], c.sources[:n], c.vals[:n], c.dups[:n], c.emails[:n], c.payloads[:n]
+	c.members = c.members[:min(n, len(c.members))]
 	return nil
 }
 
@@ -229,8 +268,28 @@ func (f *filter) suppress(c *chunk) {
 				c.sources[i] = 0
 			}
 		}
+		if f.track != nil {
+			f.moveConsent(c, i)
+		}
 		c.payloads[i] = payloadHash(seed, r)
 	}
+}
+
+// moveConsent sets the member flags of row i of a sync with a roster; a row whose key was
+// another address's takes that address's suppressed status (unsubscribed or bounce), if any,
+// and is sent with it: consent follows the person, who is never made active by a move.
+func (f *filter) moveConsent(c *chunk, i int) {
+	r := &c.rows[i]
+	flags, from := f.track.member(c.emails[i], f.track.key(r))
+	if flags&memberMoved != 0 && r.Status != state.StatusUnsubscribed && r.Status != state.StatusBounce {
+		if st, ok := f.sup.Status(from); ok {
+			r.Status = st
+			c.sources[i] = 0
+			flags |= memberCarry
+			c.outcomes = append(c.outcomes, newOutcome(r, outSuppressed, st, f.dryRun))
+		}
+	}
+	c.members[i] = flags
 }
 
 // skipUnchanged marks the rows whose payload is the one last acknowledged for their e-mail.
@@ -245,6 +304,12 @@ func (f *filter) skipUnchanged(c *chunk) {
 			o := newOutcome(&c.rows[i], outUnchanged, c.rows[i].Status, f.dryRun)
 			if c.stored[i].Source != c.sources[i] {
 				o.refresh = &state.Fingerprint{Email: c.emails[i], Payload: c.payloads[i], Source: c.sources[i]}
+			}
+			if len(c.members) > 0 && c.members[i] != 0 {
+				fl := c.members[i]
+				r := &c.rows[i]
+				o.member = &state.Member{Email: strings.Clone(r.Sub.Email), Key: strings.Clone(r.Sub.ExternalID),
+					Moved: fl&memberMoved != 0}
 			}
 			c.outcomes = append(c.outcomes, o)
 			c.skip[i] = true

@@ -16,6 +16,9 @@ type outcome struct {
 	// refresh is stored with the checkpoint: an unchanged payload whose source values
 	// changed (the next run then finds the row unchanged without mapping it).
 	refresh *state.Fingerprint
+	// member is recorded in the sync's roster with the checkpoint (an unchanged row the
+	// roster lacks).
+	member *state.Member
 }
 
 // outcomeKind is what happened to a row: what it counts as.

@@ -83,6 +83,11 @@ type Config struct {
 	// what is acknowledged and saves them every FingerprintFlush rows and at the end.
 	Fingerprints     *state.FingerprintSet
 	FingerprintFlush int
+	// Roster, when set, is the roster of the sync the run belongs to, as loaded before the
+	// run (state.Store.LoadRoster): the run records what it delivers in it, with each
+	// checkpoint, and remembers every address and key it reads, for Removals. A mapping with a
+	// key column (external_id) then moves people: see roster.go.
+	Roster *state.Roster
 	// DryRun: outcomes carry the row's line, e-mail and status (see DryRun).
 	DryRun bool
 	// Stopping, when closed, stops the run: it checkpoints what is in flight and returns
@@ -117,6 +122,7 @@ type Engine struct {
 	com  *committer
 
 	lastRead    int64
+	complete    bool  // the whole source was read, and a resumed run read every row before its checkpoint again
 	unplacedMin int64 // smallest ordinal of a chunk's rows not yet placed in a batch; 0 = none
 	bytes       int64 // source bytes consumed up to lastRead
 	waitRows    time.Duration
@@ -215,6 +221,7 @@ func (e *Engine) placeAll(ctx context.Context, chunks <-chan *chunk) error {
 			return err
 		}
 		if c.eof {
+			e.complete = !c.gap
 			return nil
 		}
 		e.prod.recycle(c)

@@ -30,6 +30,7 @@ type producer struct {
 	srcSeed  state.Hasher // the start of every sourceHash
 	srcCols  []int        // the mapped columns, hashed by sourceHash
 	emailCol int          // the e-mail column
+	track    bool         // a sync with a roster: every record's e-mail cell is read (chunk.read)
 }
 
 func newProducer(cfg Config, f *filter) *producer {
@@ -37,6 +38,7 @@ func newProducer(cfg Config, f *filter) *producer {
 		stopping: cfg.Stopping, free: make(chan *chunk, 4)}
 	p.setSourceHash(cfg.Reader.Header())
 	p.fast = cfg.Delta && cfg.Fingerprints.Len() > 0 && p.emailCol >= 0
+	p.track = cfg.Roster != nil && p.emailCol >= 0
 	return p
 }
 
@@ -143,6 +145,7 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 		}
 	}
 	c := p.next(startPos)
+	var before int64 // records at or below startPos read again
 	for {
 		rec, err := p.nextRecord(ctx)
 		if errors.Is(err, io.EOF) {
@@ -152,6 +155,12 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 		if err != nil && !errors.As(err, &rowErr) {
 			emit(&chunk{err: err})
 			return
+		}
+		if rec.Ordinal <= startPos {
+			before++
+		}
+		if rowErr != nil && p.track {
+			c.read = append(c.read, state.EmailHash(p.rawEmail(rec)))
 		}
 		switch {
 		case rec.Ordinal <= startPos:
@@ -176,6 +185,7 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 	}
 	c.bytes = p.reader.Progress().Bytes
 	c.eof = true
+	c.gap = before < startPos
 	emit(c)
 }
 
@@ -216,6 +226,14 @@ func (p *producer) mapChunk(c *chunk) {
 	for i := range c.before {
 		c.observeOnly(p.mapper, &c.before[i])
 	}
+	if p.track {
+		for i := range c.before {
+			c.read = append(c.read, state.EmailHash(p.rawEmail(c.before[i])))
+		}
+		for i := range c.recs {
+			c.read = append(c.read, state.EmailHash(p.rawEmail(c.recs[i])))
+		}
+	}
 	for i := range c.recs {
 		rec := &c.recs[i]
 		if p.fast {
@@ -251,7 +269,7 @@ func (p *producer) sourceHash(rec sources.Record) uint64 {
 
 // rawEmail is the record's e-mail cell as read.
 func (p *producer) rawEmail(rec sources.Record) string {
-	if p.emailCol < len(rec.Values) {
+	if p.emailCol >= 0 && p.emailCol < len(rec.Values) {
 		return rec.Values[p.emailCol]
 	}
 	return ""

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSyncRemovalsCommand: with removed = "unsubscribe" and max_removals = 1 in the
+// configuration, a sync whose source lost two people stops before unsubscribing anyone and
+// exits 1 saying how many would go; the dry run says the same; with --allow-removals the dry
+// run lists them, the run unsubscribes them, and `runs ID` counts them.
+func TestSyncRemovalsCommand(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "")
+	list := h.srv.CreateList("Members")
+	file := filepath.Join(h.dir, "members.csv")
+	write := func(body string) { require.NoError(t, os.WriteFile(file, []byte("E-post;Fornavn\n"+body), 0o600)) }
+	write("ada@example.com;Ada\ngrace@example.com;Grace\nalan@example.com;Alan\n")
+	h.write(mustRead(t, h.config) + fmt.Sprintf(`
+[[syncs]]
+name = "members"
+list = %d
+removed = "unsubscribe"
+max_removals = 1
+source = { path = %q }
+`, list, filepath.Base(file)))
+
+	first := decode[runJSON](t, h.ok("sync", "members", "--wait", "--json"))
+	require.Equal(t, int64(3), first.Counts.Sent)
+
+	write("ada@example.com;Ada\n")
+	plan := h.ok("sync", "members", "--dry-run")
+	require.Contains(t, plan, "removals stopped: 2 people who left the source would be unsubscribed")
+	r := h.run("", "sync", "members", "--wait")
+	require.Equal(t, ExitFailure, r.code, r.stdout)
+	require.Contains(t, r.stdout+r.stderr, "removals stopped: 2 people")
+	for _, s := range h.srv.ListSubscribers(list) {
+		require.Equal(t, "active", s.Lists[list].Status, s.Email)
+	}
+
+	plan = h.ok("sync", "members", "--dry-run", "--allow-removals", "--plan", "-")
+	require.Contains(t, plan, "grace@example.com,remove,unsubscribed")
+	require.Contains(t, plan, "alan@example.com,remove,unsubscribed")
+	run := decode[runJSON](t, h.ok("sync", "members", "--allow-removals", "--wait", "--json"))
+	require.Equal(t, int64(2), run.Counts.Removed)
+	shown := decode[runJSON](t, h.ok("runs", strconv.FormatInt(run.ID, 10), "--json"))
+	require.Equal(t, int64(2), shown.Counts.Removed)
+	require.Contains(t, h.ok("runs", strconv.FormatInt(run.ID, 10)), "removed")
+	for _, s := range h.srv.ListSubscribers(list) {
+		want := "unsubscribed"
+		if s.Email == "ada@example.com" {
+			want = "active"
+		}
+		require.Equal(t, want, s.Lists[list].Status, s.Email)
+	}
+}

@@ -1,0 +1,126 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/subsync/subsync/internal/pipeline"
+)
+
+// What a sync does with people it delivered before who are absent from a complete read of
+// its source (SyncSpec.Removed).
+const (
+	// RemovedKeep leaves them as they are. The default.
+	RemovedKeep = "keep"
+	// RemovedUnsubscribe unsubscribes them, after the upserts, through bulkinsert's
+	// status=unsubscribed form. The service keeps one status per subscriber, so the
+	// unsubscribe reaches every list the person is on.
+	RemovedUnsubscribe = "unsubscribe"
+)
+
+// MaxRemovalsDefault is the default removal guard: a tenth of the sync's members.
+const MaxRemovalsDefault = "10%"
+
+// RemovalLimit is how many removals the guard spec ("500", or "10%" of members) allows.
+func RemovalLimit(spec string, members int) (int, error) {
+	spec = strings.TrimSpace(spec)
+	if pct, ok := strings.CutSuffix(spec, "%"); ok {
+		p, err := strconv.ParseFloat(strings.TrimSpace(pct), 64)
+		if err != nil || p < 0 || p > 100 || math.IsNaN(p) {
+			return 0, errors.New(`want a count ("500") or a percentage of the sync's members ("10%")`)
+		}
+		return int(math.Floor(p / 100 * float64(members))), nil
+	}
+	n, err := strconv.Atoi(spec)
+	if err != nil || n < 0 {
+		return 0, errors.New(`want a count ("500") or a percentage of the sync's members ("10%")`)
+	}
+	return n, nil
+}
+
+// RemovalsStoppedError is the failure of a sync whose removals the guard (max_removals)
+// stopped: nobody was unsubscribed.
+type RemovalsStoppedError struct {
+	Sync    string
+	Would   int    // how many would have been unsubscribed
+	Limit   int    // what max_removals allows
+	Spec    string // max_removals as configured
+	Members int
+}
+
+func (e *RemovalsStoppedError) Error() string {
+	return fmt.Sprintf("removals stopped: %d people who left the source would be unsubscribed, more than max_removals = %q allows "+
+		"(%d of the sync's %d members); nobody was unsubscribed. If that is right, run `subsync sync %s --allow-removals`",
+		e.Would, e.Spec, e.Limit, e.Members, e.Sync)
+}
+
+// removalPlan is what a sync with a roster does once its rows are done.
+type removalPlan struct {
+	pipeline.Removals
+	stopped *RemovalsStoppedError // the guard stops the absent ones
+	why     string                // why nobody absent is removed ("" when they are, or the sync keeps them)
+}
+
+// planRemovals works out whom the run unsubscribes: the moved addresses, and the absent
+// members when the sync removes them and the read was complete and not incremental.
+func (rt *Runtime) planRemovals(ctx context.Context, p *pipeline.Engine, s streamSpec) (removalPlan, error) {
+	var rp removalPlan
+	absent := s.removed == RemovedUnsubscribe
+	switch {
+	case !absent:
+	case s.source.Watermark != "":
+		rp.why = "an incremental read (from the watermark) does not tell who left the source: nobody was removed"
+		absent = false
+	case !p.Complete():
+		rp.why = "the run resumed and could not read again every row before its checkpoint: nobody was removed"
+		absent = false
+	}
+	var err error
+	if rp.Removals, err = p.Removals(ctx, rt.store, absent); err != nil {
+		return rp, err
+	}
+	limit, err := RemovalLimit(s.maxRemovals, rp.Members)
+	if err != nil {
+		return rp, permanent(fmt.Errorf("max_removals: %w", err))
+	}
+	if len(rp.Absent) > limit && !s.allowRemovals {
+		rp.stopped = &RemovalsStoppedError{Sync: s.sync, Would: len(rp.Absent), Limit: limit, Spec: s.maxRemovals, Members: rp.Members}
+	}
+	return rp, nil
+}
+
+// remove unsubscribes, once a sync's rows are done, the moved addresses and the people who
+// left the source (see planRemovals); the guard stops the latter, failing the run.
+func (rt *Runtime) remove(ctx context.Context, a *attempt, p *pipeline.Engine, s streamSpec) error {
+	rp, err := rt.planRemovals(ctx, p, s)
+	if err != nil {
+		return err
+	}
+	if rp.why != "" {
+		a.log.WarnContext(ctx, "removals skipped", slog.String("reason", rp.why))
+		a.warning = strings.TrimPrefix(a.warning+"; "+rp.why, "; ")
+	}
+	emails := rp.Moved
+	if rp.stopped == nil {
+		emails = append(slices.Clip(emails), rp.Absent...)
+	}
+	if len(emails)+len(rp.Dropped) > 0 {
+		n, err := p.Unsubscribe(ctx, rt.store, emails, rp.Dropped)
+		if err != nil {
+			return err
+		}
+		a.log.InfoContext(ctx, "unsubscribed the old addresses of moved keys and the people who left the source",
+			slog.Int("unsubscribed", n), slog.Int("moved", len(rp.Moved)), slog.Int("left", len(emails)-len(rp.Moved)),
+			slog.Int("members", rp.Members))
+	}
+	if rp.stopped != nil {
+		return permanent(rp.stopped)
+	}
+	return nil
+}
