@@ -104,6 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	river.AddWorker(workers, &ImportWorker{rt: rt})
 	river.AddWorker(workers, &SyncWorker{rt: rt})
 	river.AddWorker(workers, &StatusPullWorker{rt: rt})
+	river.AddWorker(workers, &ForgetWorker{rt: rt})
 	rt.q, err = db.newQueue(&river.Config{
 		ID:              rt.workerID,
 		Logger:          cfg.Logger,
@@ -294,7 +295,7 @@ func (rt *Runtime) sweep(ctx context.Context) {
 
 func (rt *Runtime) sweepOnce(ctx context.Context) error {
 	res, err := rt.q.JobList(ctx, river.NewJobListParams().
-		Kinds(KindImport, KindSync, KindStatusPull).
+		Kinds(KindImport, KindSync, KindStatusPull, KindForget).
 		States("running").
 		First(1000))
 	if err != nil {

@@ -24,6 +24,7 @@ const (
 	CodeTooLong         = "too_long"         // a value longer than its field allows (or a line over the reader's limit); never truncated
 	CodeDuplicateEmail  = "duplicate_email"  // a second row for an e-mail address (duplicates = "reject")
 	CodeRowUnreadable   = "row_unreadable"   // the source could not read the row (a *sources.RowError of another cause)
+	CodeErased          = "erased"           // the person was erased (subsync forget) and is never sent again; the reject holds no value
 )
 
 // maxRejectValue is how many characters of a rejected value a Reject keeps.

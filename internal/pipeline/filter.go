@@ -147,6 +147,9 @@ func (f *filter) resolve(ctx context.Context, c *chunk) error {
 // is suppressed under update-keep-status, or its e-mail came before (the deduper then decides
 // on the mapped row; Observe recorded the e-mail, so check counts it as the duplicate it is).
 func (f *filter) unchanged(c *chunk, cd *cand) bool {
+	if f.sup.Erased(cd.email) {
+		return false // apply rejects it
+	}
 	st, suppressed := f.sup.Status(cd.key)
 	if suppressed && f.suppression == SuppressionUpdateKeepStatus {
 		return false
@@ -202,14 +205,21 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 	return nil
 }
 
-// suppress hashes the rows' e-mails and payloads and marks the suppressed rows to skip, or
-// gives them their suppressed status (update-keep-status).
+// suppress hashes the rows' e-mails and payloads, rejects the rows of erased people and marks
+// the suppressed rows to skip, or gives them their suppressed status (update-keep-status).
 func (f *filter) suppress(c *chunk) {
 	checkSup := f.sup.Len() > 0
 	seed := state.NewHasher() // the mapping's fingerprint, hashed once for the chunk
 	seed.String(f.mappingFP)
 	for i := range c.rows {
 		r := &c.rows[i]
+		if f.sup.Erased(r.Sub.Email) {
+			// The reject keeps no value: the address must not come back into subsync's tables.
+			c.reject(mapping.Reject{Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Code: mapping.CodeErased,
+				Message: "the person was erased at their request (subsync forget) and is never sent again"})
+			c.skip[i] = true
+			continue
+		}
 		c.emails[i] = state.EmailHash(r.Sub.Email)
 		if checkSup {
 			if st, ok := f.sup.Status(c.emails[i]); ok {

@@ -43,6 +43,8 @@ type Suppressions interface {
 	Version() int64
 	Len() int
 	Status(emailHash uint64) (string, bool)
+	// Erased reports whether the address belongs to a person erased by `subsync forget`.
+	Erased(email string) bool
 }
 
 // StateStore adapts a *state.Store to Store.
