@@ -111,7 +111,7 @@ next start. A configuration error exits 2, so a service manager need not restart
 }
 
 func (a *app) syncCommand() *cobra.Command {
-	var full, wait, asJSON bool
+	var full, verify, wait, asJSON bool
 	var dry dryRunFlags
 	cmd := &cobra.Command{
 		Use:   "sync NAME",
@@ -123,6 +123,12 @@ source from the start, ignoring its watermark). People who unsubscribed or bounc
 pushed as active (see the sync's suppression policy). If the sync is already queued or
 running, that job is reported (and waited for with --wait) instead.
 
+--verify repairs a list the service lost: it reads the list in the service
+(/subscribers/by_list) and sends the rows it lacks or holds with other values, whatever the
+fingerprints say; the run's message says how many of each. A sync also does this on its own
+(and warns) when the list holds fewer than half the active subscribers subsync sent to it,
+and on the sync's verify_every schedule.
+
 With --wait the command follows the run to its end, showing progress, and works the job
 itself when no worker takes it; it exits 1 when the run fails.
 
@@ -132,12 +138,16 @@ status), unchanged, suppressed, duplicates and rejected; --plan FILE writes one 
 source row (line, sheet, email, action, status, status_mobile, code, column, value, reason).`,
 		Example: `  subsync sync newsletter-export
   subsync sync crm --full --wait
+  subsync sync crm --verify --wait
   subsync sync crm --dry-run --plan plan.csv`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := dry.check(wait, asJSON); err != nil {
 				return err
+			}
+			if verify && (full || dry.dryRun) {
+				return usagef("--verify goes with neither --full (which sends every row) nor --dry-run")
 			}
 			cfg, err := a.config()
 			if err != nil {
@@ -156,7 +166,11 @@ source row (line, sheet, email, action, status, status_mobile, code, column, val
 					return rt.PlanSync(ctx, args[0], full, row)
 				})
 			}
-			id, err := rt.EnqueueSync(ctx, args[0], full)
+			enqueue := func(ctx context.Context, name string) (int64, error) { return rt.EnqueueSync(ctx, name, full) }
+			if verify {
+				enqueue = rt.EnqueueVerify
+			}
+			id, err := enqueue(ctx, args[0])
 			var notFull *jobs.FullNotQueuedError
 			switch {
 			case errors.As(err, &notFull):
@@ -169,12 +183,13 @@ source row (line, sheet, email, action, status, status_mobile, code, column, val
 			case err != nil:
 				return err
 			default:
-				a.log.InfoContext(ctx, "sync queued", slog.String("sync", args[0]), slog.Int64("job_id", id), slog.Bool("full", full))
+				a.log.InfoContext(ctx, "sync queued", slog.String("sync", args[0]), slog.Int64("job_id", id), slog.Bool("full", full), slog.Bool("verify", verify))
 			}
 			return a.queued(ctx, rt, id, wait, asJSON)
 		}),
 	}
 	cmd.Flags().BoolVar(&full, "full", false, "send every row, ignoring what was pushed before")
+	cmd.Flags().BoolVar(&verify, "verify", false, "send the rows the service's list lacks or holds with other values")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
 	dry.add(cmd)
 	jsonFlag(cmd, &asJSON)

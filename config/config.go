@@ -164,6 +164,9 @@ type Sync struct {
 	Mapping Mapping `toml:"mapping"`
 	// Suppression is SuppressionSkip (default) or SuppressionUpdateKeepStatus.
 	Suppression string `toml:"suppression"`
+	// VerifyEvery is a schedule (as Schedule, in TimeZone) of verifying runs of the sync
+	// (`subsync sync NAME --verify`). Empty = never on its own.
+	VerifyEvery string `toml:"verify_every"`
 }
 
 // Source describes one source of rows.

@@ -68,6 +68,7 @@ func (c *Config) JobsConfig() jobs.Config {
 		jc.Syncs = append(jc.Syncs, jobs.SyncSpec{
 			Name: s.Name, Schedule: s.Schedule, TimeZone: s.TimeZone, ListID: s.List,
 			Source: s.Source.SourceConfig(), Mapping: s.Mapping.Spec, Suppression: s.Suppression,
+			VerifyEvery: s.VerifyEvery,
 		})
 	}
 	if len(c.Sources) > 0 {

@@ -116,6 +116,9 @@ type SyncSpec struct {
 	Mapping *mapping.Spec
 	// Suppression is SuppressionSkip (default) or SuppressionUpdateKeepStatus.
 	Suppression string
+	// VerifyEvery, in TimeZone, is when a verifying run of the sync (SyncArgs.Verify) is
+	// queued on its own; empty = only on demand (Runtime.EnqueueVerify).
+	VerifyEvery string
 }
 
 // StatusPullSpec configures the status pull.

@@ -355,6 +355,16 @@ func (rt *Runtime) sweepOnce(ctx context.Context) error {
 func (rt *Runtime) periodicJobs() ([]*river.PeriodicJob, error) {
 	var pjs []*river.PeriodicJob
 	for _, s := range rt.cfg.Syncs {
+		if s.VerifyEvery != "" {
+			sched, err := ParseSchedule(s.VerifyEvery, s.TimeZone)
+			if err != nil {
+				return nil, fmt.Errorf("sync %q verify_every: %w", s.Name, err)
+			}
+			name := s.Name
+			pjs = append(pjs, river.NewPeriodicJob(sched, func() (river.JobArgs, *river.InsertOpts) {
+				return SyncArgs{Name: name, Verify: true}, nil
+			}, &river.PeriodicJobOpts{ID: "verify:" + name}))
+		}
 		if s.Schedule == "" {
 			continue
 		}

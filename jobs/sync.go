@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/state"
 )
 
 // activeStates are the job states in which a sync or status pull counts as queued or
@@ -30,6 +32,9 @@ type SyncArgs struct {
 	Name string `json:"name" river:"unique"`
 	// Full sends every row, ignoring the delta fingerprints (and a SQL watermark).
 	Full bool `json:"full,omitempty"`
+	// Verify compares the list in the service with the source instead of the fingerprints:
+	// it sends the rows the service lacks or holds with other values (see verifyNote).
+	Verify bool `json:"verify,omitempty"`
 }
 
 // Kind is the job kind.
@@ -45,17 +50,36 @@ func (SyncArgs) InsertOpts() river.InsertOpts {
 // that job, unless it asks for a full run and that job is a delta run, when the error is a
 // *FullNotQueuedError.
 func (rt *Runtime) EnqueueSync(ctx context.Context, name string, full bool) (int64, error) {
+	return rt.enqueueSync(ctx, SyncArgs{Name: name, Full: full})
+}
+
+// EnqueueVerify queues the named sync now as a verifying run (SyncArgs.Verify). If that sync
+// is already queued or running, it returns that job's id with an error wrapping
+// ErrAlreadyQueued; a *FullNotQueuedError when that job does not verify.
+func (rt *Runtime) EnqueueVerify(ctx context.Context, name string) (int64, error) {
+	return rt.enqueueSync(ctx, SyncArgs{Name: name, Verify: true})
+}
+
+func (rt *Runtime) enqueueSync(ctx context.Context, args SyncArgs) (int64, error) {
+	name := args.Name
 	if _, ok := rt.cfg.sync(name); !ok {
 		return 0, fmt.Errorf("sync %q is not in the configuration", name)
 	}
-	res, err := rt.q.Insert(ctx, SyncArgs{Name: name, Full: full}, nil)
+	res, err := rt.q.Insert(ctx, args, nil)
 	if err != nil {
 		return 0, fmt.Errorf("queue sync %q: %w", name, err)
 	}
 	if res.UniqueSkippedAsDuplicate {
 		var existing SyncArgs
-		if full && json.Unmarshal(res.Job.EncodedArgs, &existing) == nil && !existing.Full {
-			return res.Job.ID, &FullNotQueuedError{Name: name, JobID: res.Job.ID, Running: res.Job.State == rivertype.JobStateRunning}
+		if (args.Full || args.Verify) && json.Unmarshal(res.Job.EncodedArgs, &existing) == nil {
+			e := &FullNotQueuedError{Name: name, JobID: res.Job.ID, Running: res.Job.State == rivertype.JobStateRunning}
+			switch {
+			case args.Full && !existing.Full:
+				return res.Job.ID, e
+			case args.Verify && !existing.Verify:
+				e.Flag = "--verify"
+				return res.Job.ID, e
+			}
 		}
 		return res.Job.ID, fmt.Errorf("sync %q is %w as job %d", name, ErrAlreadyQueued, res.Job.ID)
 	}
@@ -65,10 +89,13 @@ func (rt *Runtime) EnqueueSync(ctx context.Context, name string, full bool) (int
 // FullNotQueuedError is EnqueueSync's error for a full sync asked for while a delta run of
 // the same sync is queued or running: one run per sync at a time, so the full run was not
 // queued, and the delta run will not send unchanged rows. It is also ErrAlreadyQueued.
+// The same holds for a verifying run (Flag "--verify") asked for while a run that does not
+// verify is queued or running.
 type FullNotQueuedError struct {
 	Name    string
 	JobID   int64 // the delta run's job
 	Running bool  // running, else queued
+	Flag    string
 }
 
 func (e *FullNotQueuedError) Error() string {
@@ -76,8 +103,14 @@ func (e *FullNotQueuedError) Error() string {
 	if e.Running {
 		state = "running"
 	}
-	return fmt.Sprintf("sync %q --full was not queued: a delta run of it is %s as job %d, and a sync runs once at a time; "+
-		"run it with --full again when job %d has ended", e.Name, state, e.JobID, e.JobID)
+	flag, other := e.Flag, "a delta run"
+	if flag == "" {
+		flag = "--full"
+	} else {
+		other = "a run that does not verify"
+	}
+	return fmt.Sprintf("sync %q %s was not queued: %s of it is %s as job %d, and a sync runs once at a time; "+
+		"run it with %s again when job %d has ended", e.Name, flag, other, state, e.JobID, flag, e.JobID)
 }
 
 // Is makes the error ErrAlreadyQueued.
@@ -105,10 +138,23 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 		if !ok {
 			return permanent(fmt.Errorf("sync %q is not in this worker's configuration", job.Args.Name))
 		}
+		verify := job.Args.Verify
+		if !verify && !job.Args.Full {
+			note, err := rt.listShrunk(ctx, spec.ListID)
+			if err != nil {
+				return err
+			}
+			if note != "" {
+				a.log.WarnContext(ctx, "the list in the service is far smaller than what subsync sent to it: verifying instead",
+					slog.Int64("list_id", spec.ListID), slog.String("note", note))
+				a.warning = note
+				verify = true
+			}
+		}
 		src := spec.Source
 		watermarkKey := "sync:" + spec.Name
 		incremental := src.WatermarkColumn != "" && isSQL(src)
-		if incremental && !job.Args.Full {
+		if incremental && !job.Args.Full && !verify {
 			wm, err := rt.store.Watermark(ctx, watermarkKey)
 			if err != nil {
 				return err
@@ -116,7 +162,7 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 			src.Watermark = wm
 		}
 		wm, err := rt.stream(ctx, a, streamSpec{source: src, listID: spec.ListID, mapping: spec.Mapping,
-			suppression: spec.Suppression, delta: !job.Args.Full})
+			suppression: spec.Suppression, delta: !job.Args.Full && !verify, verify: verify})
 		if err != nil {
 			return err
 		}
@@ -129,4 +175,43 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 
 func isSQL(src sources.Config) bool {
 	return src.Kind == sources.KindSQL || src.Kind == "" && src.Path == "" && src.Query != ""
+}
+
+// shrinkShare: a delta sync verifies instead (see listShrunk) when the service's list holds
+// fewer active subscribers than 1/shrinkShare of those subsync believes it holds.
+const shrinkShare = 2
+
+// listShrunk says why a delta sync of the list should verify instead, or "" when it need not:
+// the service's list holds far fewer active subscribers (GET /subscriberlists/{id}) than
+// subsync's fingerprints of it, minus its suppressions, say it should (fewer than half), as
+// when the list was emptied behind subsync's back; the fingerprints would report every row
+// unchanged. A list whose rows were mostly sent as unsubscribed also looks smaller: it is then
+// verified (read once more) on every sync, sending nothing it holds.
+func (rt *Runtime) listShrunk(ctx context.Context, listID int64) (string, error) {
+	if rt.sinkErr != nil {
+		return "", nil // the run fails with the client's error
+	}
+	fps, err := rt.store.FingerprintCount(ctx, listID)
+	if err != nil || fps == 0 {
+		return "", err
+	}
+	counts, err := rt.store.SuppressionCounts(ctx)
+	if err != nil {
+		return "", err
+	}
+	expected := fps
+	for _, c := range counts {
+		if c.ListID == listID || c.ListID == state.AllLists {
+			expected -= c.Count
+		}
+	}
+	l, err := rt.sink.List(ctx, listID)
+	if err != nil {
+		return "", nil // checkList fails the run with its reason
+	}
+	if expected <= 0 || int64(l.SubscriberEmails)*shrinkShare >= expected {
+		return "", nil
+	}
+	return fmt.Sprintf("the list holds %d active subscribers where subsync sent %d: verified against the service's list instead of the fingerprints",
+		l.SubscriberEmails, expected), nil
 }

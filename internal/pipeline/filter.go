@@ -28,6 +28,7 @@ type filter struct {
 	delta       bool
 	suppression string
 	fps         *state.FingerprintSet
+	held        *Held // a verifying run: what the service holds
 	dryRun      bool
 
 	sup        Suppressions // re-read whenever the list changed
@@ -37,7 +38,7 @@ type filter struct {
 func newFilter(cfg Config) *filter {
 	return &filter{store: cfg.Store, log: cfg.Logger, mapper: cfg.Mapper, dedupe: cfg.Mapper.NewDeduper(),
 		mappingFP: cfg.Mapper.Fingerprint(), listID: cfg.ListID, delta: cfg.Delta, suppression: cfg.Suppression,
-		fps: cfg.Fingerprints, dryRun: cfg.DryRun, sup: cfg.Suppressions, supChecked: time.Now()}
+		fps: cfg.Fingerprints, held: cfg.Held, dryRun: cfg.DryRun, sup: cfg.Suppressions, supChecked: time.Now()}
 }
 
 // run dedupes a mapped chunk by the mapping's policy, then filters its rows (see apply),
@@ -189,7 +190,10 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 	c.emails = slices.Grow(c.emails[:0], len(c.rows))[:len(c.rows)]
 	c.payloads = slices.Grow(c.payloads[:0], len(c.rows))[:len(c.rows)]
 	f.suppress(c)
-	if f.delta && f.fps.Len() > 0 {
+	switch {
+	case f.held != nil:
+		f.skipHeld(c)
+	case f.delta && f.fps.Len() > 0:
 		f.skipUnchanged(c)
 	}
 	n := 0

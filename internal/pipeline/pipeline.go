@@ -85,6 +85,10 @@ type Config struct {
 	// what is acknowledged and saves them every FingerprintFlush rows and at the end.
 	Fingerprints     *state.FingerprintSet
 	FingerprintFlush int
+	// Held, when set, makes the run a verifying one (Delta is then ignored): a row is sent
+	// unless the service holds its e-mail with the values it sends (see Held), whatever the
+	// fingerprints say, and the fingerprint of every row found held is stored.
+	Held *Held
 	// DryRun: outcomes carry the row's line, e-mail and status (see DryRun).
 	DryRun bool
 	// Stopping, when closed, stops the run: it checkpoints what is in flight and returns
