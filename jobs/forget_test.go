@@ -18,6 +18,7 @@ import (
 
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink/sinktest"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
@@ -199,4 +200,53 @@ func scanFor(t *testing.T, db *sql.DB, d state.Dialect, email string) []string {
 		require.NoError(t, rows.Close())
 	}
 	return found
+}
+
+// TestForgetWaitsForRunningSync: a sync that has the person in every batch is running when
+// the erasure begins; a batch it had in flight then (filtered before the erasure) must not
+// bring the person back, into the service or into the fingerprints: the erasure waits for the
+// sync to end before it deletes.
+func TestForgetWaitsForRunningSync(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		const gone = "gone@example.com"
+		b := setup(t, backend)
+		var csv strings.Builder
+		csv.WriteString("E-post,Fornavn\n")
+		for i := 1; i <= 5000; i++ {
+			email := fmt.Sprintf("person%d@example.com", i)
+			if i%1000 == 500 {
+				email = gone
+			}
+			fmt.Fprintf(&csv, "%s,Ola%d\n", email, i)
+		}
+		path := filepath.Join(t.TempDir(), "contacts.csv")
+		require.NoError(t, os.WriteFile(path, []byte(csv.String()), 0o600))
+		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path}}}
+		b.cfg.BatchesInFlight = 1
+		rt := b.open(t)
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- rt.Run(runCtx) }()
+		defer func() {
+			stop()
+			require.NoError(t, <-done)
+		}()
+
+		b.emu.SetFaults(sinktest.Faults{Latency: 300 * time.Millisecond})
+		syncID, err := rt.EnqueueSync(ctx, "crm", false)
+		require.NoError(t, err)
+		waitFor(t, time.Minute, "the sync's first batch in flight", func() bool { return b.emu.InFlight() > 0 })
+		id, _, err := rt.RequestForget(ctx, []string{gone})
+		run := waitRun(t, rt, id, err)
+		require.Equal(t, state.RunCompleted, run.State, run.Error)
+		waitFor(t, time.Minute, "the sync", func() bool { return runOf(t, rt.State(), syncID).State == state.RunCompleted })
+		_, ok := b.emu.SubscriberByEmail(gone)
+		require.False(t, ok, "the running sync did not re-add the person")
+		require.Len(t, b.emu.ListSubscribers(b.listID), 4995)
+		require.Empty(t, scanFor(t, rt.State().DB(), rt.State().Dialect(), gone), "nor into subsync's tables")
+		require.Contains(t, b.logs.String(), "waiting for the imports and syncs that began before the erasure to end")
+	})
 }
