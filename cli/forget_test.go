@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,16 +14,7 @@ import (
 func TestForgetCommand(t *testing.T) {
 	t.Parallel()
 	h := setup(t, "")
-	list := h.srv.CreateList("Members")
-	file := contacts(t, h.dir)
-	h.write(mustRead(t, h.config) + fmt.Sprintf(`
-[status]
-schedule = "off"
-[[syncs]]
-name = "members"
-list = %d
-source = { path = %q }
-`, list, filepath.Base(file)))
+	h.membersSync()
 	h.ok("sync", "members", "--wait")
 
 	plan := h.ok("forget", "Ada@Example.com", "--dry-run")

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,16 +12,7 @@ import (
 func TestSyncVerify(t *testing.T) {
 	t.Parallel()
 	h := setup(t, "")
-	list := h.srv.CreateList("Members")
-	file := contacts(t, h.dir)
-	h.write(mustRead(t, h.config) + fmt.Sprintf(`
-[status]
-schedule = "off"
-[[syncs]]
-name = "members"
-list = %d
-source = { path = %q }
-`, list, filepath.Base(file)))
+	h.membersSync()
 	h.ok("sync", "members", "--wait")
 	ada, ok := h.srv.SubscriberByEmail("ada@example.com")
 	require.True(t, ok)

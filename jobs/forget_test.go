@@ -227,13 +227,7 @@ func TestForgetWaitsForRunningSync(t *testing.T) {
 		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path}}}
 		b.cfg.BatchesInFlight = 1
 		rt := b.open(t)
-		runCtx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- rt.Run(runCtx) }()
-		defer func() {
-			stop()
-			require.NoError(t, <-done)
-		}()
+		running(t, rt)
 
 		b.emu.SetFaults(sinktest.Faults{Latency: 300 * time.Millisecond})
 		syncID, err := rt.EnqueueSync(ctx, "crm", false)

@@ -167,3 +167,15 @@ func runOf(t *testing.T, s *state.Store, jobID int64) state.Run {
 	}
 	return r
 }
+
+// running runs the runtime as a worker until the test ends (its error must be nil then).
+func running(t *testing.T, rt *jobs.Runtime) {
+	t.Helper()
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-done)
+	})
+}

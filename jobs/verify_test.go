@@ -97,13 +97,7 @@ func TestVerifyEvery(t *testing.T) {
 		path := contacts(t, t.TempDir(), 30, nil)
 		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path}, VerifyEvery: "@every 1s"}}
 		rt := b.open(t)
-		runCtx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- rt.Run(runCtx) }()
-		defer func() {
-			stop()
-			require.NoError(t, <-done)
-		}()
+		running(t, rt)
 		verified := func() []state.Run {
 			runs, err := rt.State().Runs(ctx, state.RunFilter{Kind: state.KindSync, Name: "crm", States: []state.RunState{state.RunCompleted}})
 			require.NoError(t, err)
