@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -243,4 +244,72 @@ func TestForgetWaitsForRunningSync(t *testing.T) {
 		require.Empty(t, scanFor(t, rt.State().DB(), rt.State().Dialect(), gone), "nor into subsync's tables")
 		require.Contains(t, b.logs.String(), "waiting for the imports and syncs that began before the erasure to end")
 	})
+}
+
+// TestForgetFleet: two workers on one Postgres, and forget asked for the same people from
+// both at once: each person is deleted in the service once, and one erasure runs at a time.
+func TestForgetFleet(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+	b := setup(t, "postgres")
+	path := contacts(t, t.TempDir(), 50, nil)
+	b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path}}}
+	var rts []*jobs.Runtime
+	for _, id := range []string{"worker-a", "worker-b"} {
+		cfg := b.cfg
+		cfg.WorkerID = id
+		rts = append(rts, b.openWith(t, cfg))
+	}
+	id, err := rts[0].EnqueueSync(ctx, "crm", false)
+	require.Equal(t, int64(50), waitRun(t, rts[0], id, err).Counts.Sent)
+	for _, rt := range rts {
+		running(t, rt)
+	}
+
+	people := []string{"person3@example.com", "person4@example.com", "person5@example.com"}
+	var wg sync.WaitGroup
+	hashes := make([][]string, len(rts))
+	for i, rt := range rts {
+		wg.Go(func() {
+			var err error
+			_, hashes[i], err = rt.RequestForget(ctx, people)
+			if err != nil {
+				require.ErrorIs(t, err, jobs.ErrAlreadyQueued)
+			}
+		})
+	}
+	wg.Wait()
+	forgets := func() []state.Run {
+		runs, err := rts[0].State().Runs(ctx, state.RunFilter{Kind: state.KindForget})
+		require.NoError(t, err)
+		return runs
+	}
+	waitFor(t, time.Minute, "the erasures", func() bool {
+		n, err := rts[0].ErasurePending(ctx, hashes[0])
+		require.NoError(t, err)
+		for _, r := range forgets() {
+			if r.State != state.RunCompleted {
+				return false
+			}
+		}
+		return n == 0
+	})
+
+	deletes := 0
+	for _, r := range b.emu.Requests() {
+		if r.Method == "DELETE" && strings.HasPrefix(r.Path, sinktest.V2Prefix+"/subscribers/") {
+			deletes++
+		}
+	}
+	require.Equal(t, len(people), deletes, "each person deleted once")
+	require.Len(t, b.emu.ListSubscribers(b.listID), 47)
+	var erased int
+	require.NoError(t, rts[0].State().DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_erased").Scan(&erased))
+	require.Equal(t, len(people), erased)
+	var read int64
+	for _, r := range forgets() {
+		read += r.Counts.Read
+	}
+	require.Equal(t, int64(len(people)), read, "each person erased by one run")
 }

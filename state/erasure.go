@@ -303,16 +303,22 @@ var errDryRun = errors.New("dry run")
 
 func (s *Store) erase(ctx context.Context, email string, dryRun bool) (Erased, error) {
 	email = NormaliseEmail(email)
-	key, err := s.ErasureKey(ctx)
-	if err != nil {
-		return nil, err
+	var hash string
+	if !dryRun { // a dry run does not create the key
+		key, err := s.ErasureKey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		hash = newErasedHasher(key).sum(email)
 	}
 	out := Erased{}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		clear(out)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO subsync_erased (hash, erased_at) VALUES ($1, `+s.d.nowExpr()+`)
-ON CONFLICT (hash) DO NOTHING`, newErasedHasher(key).sum(email)); err != nil {
-			return fmt.Errorf("record the keyed hash: %w", err)
+		if !dryRun {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO subsync_erased (hash, erased_at) VALUES ($1, `+s.d.nowExpr()+`)
+ON CONFLICT (hash) DO NOTHING`, hash); err != nil {
+				return fmt.Errorf("record the keyed hash: %w", err)
+			}
 		}
 		for _, p := range personalDataTables {
 			n, err := p.delete(ctx, s, tx, email)
