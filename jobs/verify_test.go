@@ -3,6 +3,8 @@ package jobs_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
@@ -111,5 +114,41 @@ func TestVerifyEvery(t *testing.T) {
 		}
 		waitFor(t, time.Minute, "a scheduled verifying run", func() bool { return len(verified()) > 0 })
 		require.Len(t, b.emu.ListSubscribers(b.listID), 30)
+	})
+}
+
+// TestVerifyComparesWhatTheServiceShows: right after a sync of rows with every kind of value
+// (a phone number normalised by the mapping, a birthday, a gender, a consent, custom fields of
+// several datatypes, tags), the service holds each row as sent: a verifying run sends nothing.
+func TestVerifyComparesWhatTheServiceShows(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend)
+		var csv strings.Builder
+		csv.WriteString("E-post;Fornavn;Mobil;Født;Kjønn;Nyhetsbrev;Kilde;Antall;Interesser;Grupper\n")
+		for i := 1; i <= 40; i++ {
+			fmt.Fprintf(&csv, "Person%d@Example.com;Åse %d;912 34 %03d;17.05.19%02d;%s;%s;CRM %d;%d;%s;a|b\n", i, i, i, 50+i,
+				[]string{"K", "m", ""}[i%3], []string{"ja", "x", ""}[i%3], i, i*10, []string{"Ski|Fotball", "Ski", ""}[i%3])
+		}
+		path := filepath.Join(t.TempDir(), "rich.csv")
+		require.NoError(t, os.WriteFile(path, []byte(csv.String()), 0o600))
+		spec := &mapping.Spec{CreateMissing: true, DefaultCountry: "+47", Columns: map[string]mapping.Column{
+			"E-post": {To: sink.FieldEmail}, "Fornavn": {To: sink.FieldFirstname}, "Mobil": {To: sink.FieldPhone},
+			"Født": {To: sink.FieldBirthday}, "Kjønn": {To: sink.FieldGender}, "Nyhetsbrev": {To: sink.ConsentEmail},
+			"Kilde":      {To: mapping.TargetCustom, Custom: "Kilde"},
+			"Antall":     {To: mapping.TargetCustom, Custom: "Antall", Datatype: sink.DatatypeNumber},
+			"Interesser": {To: mapping.TargetCustom, Custom: "Interesser", Datatype: sink.DatatypeMultipleChoice, Choices: []string{"Ski", "Fotball"}, Separator: "|"},
+			"Grupper":    {To: mapping.TargetTags, Separator: "|"},
+		}}
+		b.cfg.Syncs = []jobs.SyncSpec{{Name: "rich", ListID: b.listID, Source: sources.Config{Path: path}, Mapping: spec}}
+		rt := b.open(t)
+		id, err := rt.EnqueueSync(ctx, "rich", false)
+		run := waitRun(t, rt, id, err)
+		require.Equal(t, int64(40), run.Counts.Sent, run.Error)
+		id, err = rt.EnqueueVerify(ctx, "rich")
+		run = waitRun(t, rt, id, err)
+		require.Equal(t, state.Counts{Read: 40, Unchanged: 40}, state.Counts{Read: run.Counts.Read, Sent: run.Counts.Sent, Unchanged: run.Counts.Unchanged}, run.Error)
 	})
 }
