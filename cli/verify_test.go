@@ -23,6 +23,8 @@ func TestSyncVerify(t *testing.T) {
 	require.Contains(t, run.Error, "1 rows it lacked and 0 it held with other values were sent")
 	_, ok = h.srv.SubscriberByEmail("ada@example.com")
 	require.True(t, ok)
+	shown := h.ok("runs", fmt.Sprint(run.ID))
+	require.Regexp(t, `note: +verified against the 1 subscribers of the service's list: 1 rows it lacked`, shown)
 
 	for _, bad := range [][]string{{"--verify", "--full"}, {"--verify", "--dry-run"}} {
 		r := h.run("", append([]string{"sync", "members"}, bad...)...)

@@ -309,7 +309,11 @@ func (a *app) printRun(r state.Run, asJSON bool) error {
 	}
 	pairs = append(pairs, "state", r.State)
 	if r.Error != "" {
-		pairs = append(pairs, "error", r.Error)
+		label := "error"
+		if r.State == state.RunCompleted {
+			label = "note" // what a completed run reports: a verification's difference, an erasure's audit line, a failed write-back
+		}
+		pairs = append(pairs, label, r.Error)
 	}
 	pairs = append(pairs,
 		"rows read", c.Read, "sent", c.Sent, "rejected", c.Rejected, "duplicates", c.Duplicates,
