@@ -124,11 +124,11 @@ type SuppressionSet struct {
 	erased  *erasedSet // nil: nobody was erased
 }
 
-// Erased reports whether the address belongs to a person erased by `subsync forget` (by the
-// keyed hash subsync keeps of them): such a row is never sent again. It costs a keyed hash of
-// the address when anybody was erased, nothing otherwise.
-func (f *SuppressionSet) Erased(email string) bool {
-	return f.erased != nil && f.erased.has(email)
+// Erased reports whether the address whose [EmailHash] is given belongs to a person erased by
+// `subsync forget` (by the keyed hash subsync keeps of them): such a row is never sent again.
+// It costs a map lookup when anybody was erased, nothing otherwise.
+func (f *SuppressionSet) Erased(emailHash uint64) bool {
+	return f.erased != nil && f.erased.has(emailHash)
 }
 
 // ListID is the list the set applies to.
@@ -301,7 +301,7 @@ func (s *Store) recordChanges(ctx context.Context, changes []StatusChange, write
 		changed := false
 		for _, c := range changes {
 			email := NormaliseEmail(c.Email)
-			if erased != nil && erased.has(email) {
+			if erased != nil && erased.has(EmailHash(email)) {
 				continue
 			}
 			if reconciled {

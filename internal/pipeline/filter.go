@@ -148,7 +148,7 @@ func (f *filter) resolve(ctx context.Context, c *chunk) error {
 // is suppressed under update-keep-status, or its e-mail came before (the deduper then decides
 // on the mapped row; Observe recorded the e-mail, so check counts it as the duplicate it is).
 func (f *filter) unchanged(c *chunk, cd *cand) bool {
-	if f.sup.Erased(cd.email) {
+	if f.sup.Erased(cd.key) {
 		return false // apply rejects it
 	}
 	st, suppressed := f.sup.Status(cd.key)
@@ -217,14 +217,14 @@ func (f *filter) suppress(c *chunk) {
 	seed.String(f.mappingFP)
 	for i := range c.rows {
 		r := &c.rows[i]
-		if f.sup.Erased(r.Sub.Email) {
+		c.emails[i] = state.EmailHash(r.Sub.Email)
+		if f.sup.Erased(c.emails[i]) {
 			// The reject keeps no value: the address must not come back into subsync's tables.
 			c.reject(mapping.Reject{Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Code: mapping.CodeErased,
 				Message: "the person was erased at their request (subsync forget) and is never sent again"})
 			c.skip[i] = true
 			continue
 		}
-		c.emails[i] = state.EmailHash(r.Sub.Email)
 		if checkSup {
 			if st, ok := f.sup.Status(c.emails[i]); ok {
 				c.outcomes = append(c.outcomes, newOutcome(r, outSuppressed, st, f.dryRun))

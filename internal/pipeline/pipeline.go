@@ -43,8 +43,9 @@ type Suppressions interface {
 	Version() int64
 	Len() int
 	Status(emailHash uint64) (string, bool)
-	// Erased reports whether the address belongs to a person erased by `subsync forget`.
-	Erased(email string) bool
+	// Erased reports whether the address whose hash is given belongs to a person erased by
+	// `subsync forget`.
+	Erased(emailHash uint64) bool
 }
 
 // StateStore adapts a *state.Store to Store.
