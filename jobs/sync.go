@@ -147,6 +147,11 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 			if note != "" {
 				a.log.WarnContext(ctx, "the list in the service is far smaller than what subsync sent to it: verifying instead",
 					slog.Int64("list_id", spec.ListID), slog.String("note", note))
+				// The fingerprints are wrong: dropped, so that a retried attempt of this run
+				// (which may no longer find the list small) sends what is still missing too.
+				if err := rt.store.ForgetFingerprints(ctx, spec.ListID); err != nil {
+					return err
+				}
 				a.warning = note
 				verify = true
 			}
