@@ -57,6 +57,23 @@ metrics_address = "off"
 	return h
 }
 
+// membersSync creates a list and adds to the configuration a sync of the contacts file
+// (see contacts) into it, named members; it returns the list's id.
+func (h *harness) membersSync() int64 {
+	h.t.Helper()
+	list := h.srv.CreateList("Members")
+	file := contacts(h.t, h.dir)
+	h.write(mustRead(h.t, h.config) + fmt.Sprintf(`
+[status]
+schedule = "off"
+[[syncs]]
+name = "members"
+list = %d
+source = { path = %q }
+`, list, filepath.Base(file)))
+	return list
+}
+
 func (h *harness) write(body string) {
 	h.t.Helper()
 	require.NoError(h.t, os.WriteFile(h.config, []byte(body), 0o600))

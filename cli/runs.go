@@ -51,9 +51,9 @@ import the file again: subsync ignores its subsync: columns and takes the quotin
 			}
 			f := state.RunFilter{Kind: kind, Name: name, Limit: limit}
 			switch kind {
-			case "", state.KindImport, state.KindSync, state.KindStatusPull:
+			case "", state.KindImport, state.KindSync, state.KindStatusPull, state.KindForget:
 			default:
-				return usagef("--kind %q: want import, sync or status_pull", kind)
+				return usagef("--kind %q: want import, sync, status_pull or forget", kind)
 			}
 			if stateF != "" {
 				if !slices.Contains(runStates, state.RunState(stateF)) {
@@ -131,7 +131,7 @@ import the file again: subsync ignores its subsync: columns and takes the quotin
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&limit, "limit", 20, "how many runs to list")
-	fl.StringVar(&kind, "kind", "", "only runs of this kind: import, sync or status_pull")
+	fl.StringVar(&kind, "kind", "", "only runs of this kind: import, sync, status_pull or forget")
 	fl.StringVar(&name, "name", "", "only runs of this sync (or imported file name)")
 	fl.StringVar(&stateF, "state", "", "only runs in this state: running, retrying, interrupted, completed, failed or cancelled")
 	fl.StringVar(&rejects, "rejects", "", `write the run's rejects as CSV to this file ("-": standard output)`)

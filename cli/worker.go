@@ -114,7 +114,7 @@ next start. A configuration error exits 2, so a service manager need not restart
 }
 
 func (a *app) syncCommand() *cobra.Command {
-	var full, wait, asJSON, allowRemovals bool
+	var full, verify, wait, asJSON, allowRemovals bool
 	var dry dryRunFlags
 	cmd := &cobra.Command{
 		Use:   "sync NAME",
@@ -125,6 +125,12 @@ change of the mapping makes every row changed); --full sends every row (and read
 source from the start, ignoring its watermark). People who unsubscribed or bounced are never
 pushed as active (see the sync's suppression policy). If the sync is already queued or
 running, that job is reported (and waited for with --wait) instead.
+
+--verify repairs a list the service lost: it reads the list in the service
+(/subscribers/by_list) and sends the rows it lacks or holds with other values, whatever the
+fingerprints say; the run's message says how many of each. A sync also does this on its own
+(and warns) when the list holds fewer than half the active subscribers subsync sent to it,
+and on the sync's verify_every schedule.
 
 With --wait the command follows the run to its end, showing progress, and works the job
 itself when no worker takes it; it exits 1 when the run fails.
@@ -140,6 +146,7 @@ the run then fails before unsubscribing anyone and says how many would have gone
 --allow-removals lets this one run through. The dry run lists them (action "remove").`,
 		Example: `  subsync sync newsletter-export
   subsync sync crm --full --wait
+  subsync sync crm --verify --wait
   subsync sync crm --dry-run --plan plan.csv
   subsync sync crm --allow-removals --wait`,
 		Args: cobra.ExactArgs(1),
@@ -147,6 +154,9 @@ the run then fails before unsubscribing anyone and says how many would have gone
 			ctx := cmd.Context()
 			if err := dry.check(wait, asJSON); err != nil {
 				return err
+			}
+			if verify && (full || dry.dryRun) {
+				return usagef("--verify goes with neither --full (which sends every row) nor --dry-run")
 			}
 			cfg, err := a.config()
 			if err != nil {
@@ -165,7 +175,13 @@ the run then fails before unsubscribing anyone and says how many would have gone
 					return rt.PlanSyncArgs(ctx, jobs.SyncArgs{Name: args[0], Full: full, AllowRemovals: allowRemovals}, row)
 				})
 			}
-			id, err := rt.EnqueueSyncArgs(ctx, jobs.SyncArgs{Name: args[0], Full: full, AllowRemovals: allowRemovals})
+			enqueue := func(ctx context.Context, name string) (int64, error) {
+				return rt.EnqueueSyncArgs(ctx, jobs.SyncArgs{Name: name, Full: full, AllowRemovals: allowRemovals})
+			}
+			if verify {
+				enqueue = rt.EnqueueVerify
+			}
+			id, err := enqueue(ctx, args[0])
 			var notFull *jobs.FullNotQueuedError
 			switch {
 			case errors.As(err, &notFull):
@@ -178,13 +194,14 @@ the run then fails before unsubscribing anyone and says how many would have gone
 			case err != nil:
 				return err
 			default:
-				a.log.InfoContext(ctx, "sync queued", slog.String("sync", args[0]), slog.Int64("job_id", id), slog.Bool("full", full))
+				a.log.InfoContext(ctx, "sync queued", slog.String("sync", args[0]), slog.Int64("job_id", id), slog.Bool("full", full), slog.Bool("verify", verify))
 			}
 			return a.queued(ctx, rt, id, wait, asJSON)
 		}),
 	}
 	cmd.Flags().BoolVar(&full, "full", false, "send every row, ignoring what was pushed before")
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "let this run unsubscribe more people who left the source than max_removals allows")
+	cmd.Flags().BoolVar(&verify, "verify", false, "send the rows the service's list lacks or holds with other values")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
 	dry.add(cmd)
 	jsonFlag(cmd, &asJSON)
@@ -321,7 +338,11 @@ func (a *app) printRun(ctx context.Context, store *state.Store, r state.Run, asJ
 	}
 	pairs = append(pairs, "state", r.State)
 	if r.Error != "" {
-		pairs = append(pairs, "error", r.Error)
+		label := "error"
+		if r.State == state.RunCompleted {
+			label = "note" // what a completed run reports: a verification's difference, an erasure's audit line, a failed write-back
+		}
+		pairs = append(pairs, label, r.Error)
 	}
 	pairs = append(pairs,
 		"rows read", c.Read, "sent", c.Sent, "rejected", c.Rejected, "duplicates", c.Duplicates,

@@ -167,6 +167,9 @@ type Sync struct {
 	Mapping Mapping `toml:"mapping"`
 	// Suppression is SuppressionSkip (default) or SuppressionUpdateKeepStatus.
 	Suppression string `toml:"suppression"`
+	// VerifyEvery is a schedule (as Schedule, in TimeZone) of verifying runs of the sync
+	// (`subsync sync NAME --verify`). Empty = never on its own.
+	VerifyEvery string `toml:"verify_every"`
 	// Removed is what becomes of people the sync delivered before who left its source:
 	// jobs.RemovedKeep (default) or jobs.RemovedUnsubscribe.
 	Removed string `toml:"removed"`

@@ -68,7 +68,7 @@ func (c *Config) JobsConfig() jobs.Config {
 		jc.Syncs = append(jc.Syncs, jobs.SyncSpec{
 			Name: s.Name, Schedule: s.Schedule, TimeZone: s.TimeZone, ListID: s.List,
 			Source: s.Source.SourceConfig(), Mapping: s.Mapping.Spec, Suppression: s.Suppression,
-			Removed: s.Removed, MaxRemovals: string(s.MaxRemovals),
+			Removed: s.Removed, MaxRemovals: string(s.MaxRemovals), VerifyEvery: s.VerifyEvery,
 		})
 	}
 	if len(c.Sources) > 0 {

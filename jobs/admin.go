@@ -68,6 +68,8 @@ func jobInfo(j *rivertype.JobRow) JobInfo {
 		}
 	case KindStatusPull:
 		info.Name = "status"
+	case KindForget:
+		info.Name = "forget"
 	}
 	return info
 }

@@ -123,6 +123,9 @@ type SyncSpec struct {
 	// ("10%"); a run that would unsubscribe more stops before unsubscribing anyone, unless
 	// SyncArgs.AllowRemovals. Default MaxRemovalsDefault.
 	MaxRemovals string
+	// VerifyEvery, in TimeZone, is when a verifying run of the sync (SyncArgs.Verify) is
+	// queued on its own; empty = only on demand (Runtime.EnqueueVerify).
+	VerifyEvery string
 }
 
 // StatusPullSpec configures the status pull.

@@ -197,3 +197,15 @@ func syncAfterQueueEmpties(t *testing.T, rt *jobs.Runtime, args jobs.SyncArgs) (
 	require.NoError(t, err)
 	return rt.Wait(ctx, id, nil)
 }
+
+// running runs the runtime as a worker until the test ends (its error must be nil then).
+func running(t *testing.T, rt *jobs.Runtime) {
+	t.Helper()
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-done)
+	})
+}

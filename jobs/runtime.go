@@ -104,6 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	river.AddWorker(workers, &ImportWorker{rt: rt})
 	river.AddWorker(workers, &SyncWorker{rt: rt})
 	river.AddWorker(workers, &StatusPullWorker{rt: rt})
+	river.AddWorker(workers, &ForgetWorker{rt: rt})
 	rt.q, err = db.newQueue(&river.Config{
 		ID:              rt.workerID,
 		Logger:          cfg.Logger,
@@ -294,7 +295,7 @@ func (rt *Runtime) sweep(ctx context.Context) {
 
 func (rt *Runtime) sweepOnce(ctx context.Context) error {
 	res, err := rt.q.JobList(ctx, river.NewJobListParams().
-		Kinds(KindImport, KindSync, KindStatusPull).
+		Kinds(KindImport, KindSync, KindStatusPull, KindForget).
 		States("running").
 		First(1000))
 	if err != nil {
@@ -354,6 +355,16 @@ func (rt *Runtime) sweepOnce(ctx context.Context) error {
 func (rt *Runtime) periodicJobs() ([]*river.PeriodicJob, error) {
 	var pjs []*river.PeriodicJob
 	for _, s := range rt.cfg.Syncs {
+		if s.VerifyEvery != "" {
+			sched, err := ParseSchedule(s.VerifyEvery, s.TimeZone)
+			if err != nil {
+				return nil, fmt.Errorf("sync %q verify_every: %w", s.Name, err)
+			}
+			name := s.Name
+			pjs = append(pjs, river.NewPeriodicJob(sched, func() (river.JobArgs, *river.InsertOpts) {
+				return SyncArgs{Name: name, Verify: true}, nil
+			}, &river.PeriodicJobOpts{ID: "verify:" + name}))
+		}
 		if s.Schedule == "" {
 			continue
 		}

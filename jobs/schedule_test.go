@@ -78,6 +78,7 @@ func TestMigrateAndConfig(t *testing.T) {
 		{jobs.Config{}, "DataDir"},
 		{jobs.Config{DatabaseURL: "mysql://x"}, "postgres://"},
 		{jobs.Config{DataDir: dir, Syncs: []jobs.SyncSpec{{Name: "a", ListID: 1, Schedule: "nope"}}}, "Syncs[0].Schedule"},
+		{jobs.Config{DataDir: dir, Syncs: []jobs.SyncSpec{{Name: "a", ListID: 1, VerifyEvery: "weekly"}}}, "Syncs[0].VerifyEvery"},
 		{jobs.Config{DataDir: dir, Syncs: []jobs.SyncSpec{{Name: "a", ListID: 1}, {Name: "a", ListID: 2}}}, `Syncs[1].Name: "a": already used by an earlier sync`},
 		{jobs.Config{DataDir: dir, Syncs: []jobs.SyncSpec{{Name: "a"}}}, "Syncs[0].ListID"},
 		{jobs.Config{DataDir: dir, Syncs: []jobs.SyncSpec{{Name: "a", ListID: 1, Suppression: "ignore"}}}, "Syncs[0].Suppression"},

@@ -33,6 +33,9 @@ type streamSpec struct {
 	removed       string
 	maxRemovals   string
 	allowRemovals bool
+	// verify compares the rows with the service's list (pipeline.Held) instead of the
+	// fingerprints.
+	verify bool
 }
 
 // checkList fails at once, permanently, when the list does not exist (GET
@@ -115,7 +118,14 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		log.WarnContext(ctx, "columns not sent (neither mapped nor ignored)", slog.Any("columns", m.Unplaced()))
 	}
 	fps := state.NewFingerprintSet(s.listID)
-	if s.delta {
+	var held *pipeline.Held
+	if s.verify {
+		if held, err = rt.readHeld(ctx, s.listID); err != nil {
+			return cfg, nil, err
+		}
+		log.InfoContext(ctx, "read the list in the service to verify against it", slog.Int64("list_id", s.listID),
+			slog.Int("subscribers", held.Len()))
+	} else if s.delta {
 		if fps, err = rt.store.LoadFingerprints(ctx, s.listID); err != nil {
 			return cfg, nil, err
 		}
@@ -131,7 +141,8 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		Tag:              s.tag,
 		LeaseTTL:         rt.cfg.LeaseTTL,
 		Window:           rt.cfg.BatchesInFlight,
-		Delta:            s.delta,
+		Delta:            s.delta && !s.verify,
+		Held:             held,
 		Suppression:      s.suppression,
 		Fingerprints:     fps,
 		FingerprintFlush: rt.cfg.FingerprintFlush,
@@ -178,6 +189,11 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 	}
 	if err := p.Run(ctx, a.run.Position); err != nil {
 		return "", err
+	}
+	if cfg.Held != nil {
+		a.warning = strings.TrimPrefix(a.warning+"; "+verifyNote(cfg.Held), "; ")
+		a.log.InfoContext(ctx, "verified the list", slog.Int("held", cfg.Held.Len()),
+			slog.Int64("missing", cfg.Held.Missing()), slog.Int64("differing", cfg.Held.Differing()))
 	}
 	if w, ok := r.(interface {
 		Warnings() (int64, []sources.RowError)
@@ -273,4 +289,28 @@ func SampleRows(ctx context.Context, cfg sources.Config, n int) ([][]string, err
 		out = append(out, slices.Clone(rec.Values))
 	}
 	return out, nil
+}
+
+// readHeld reads every subscriber of the list in the service (GET /subscribers/by_list, every
+// page), for a verifying run.
+func (rt *Runtime) readHeld(ctx context.Context, listID int64) (*pipeline.Held, error) {
+	held := pipeline.NewHeld()
+	for page := 1; ; page++ {
+		recs, err := rt.sink.SubscribersByList(ctx, sink.ByListQuery{ListID: listID, Page: page, PerPage: sink.MaxPerPage})
+		if err != nil {
+			return nil, fmt.Errorf("read list %d to verify it: %w", listID, err)
+		}
+		for _, r := range recs {
+			held.Add(r)
+		}
+		if len(recs) < sink.MaxPerPage {
+			return held, nil
+		}
+	}
+}
+
+// verifyNote is the difference a verifying run found, as its message (runs ID).
+func verifyNote(h *pipeline.Held) string {
+	return fmt.Sprintf("verified against the %d subscribers of the service's list: %d rows it lacked and %d it held with other values were sent",
+		h.Len(), h.Missing(), h.Differing())
 }

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/state"
 )
 
 // activeStates are the job states in which a sync or status pull counts as queued or
@@ -34,6 +36,9 @@ type SyncArgs struct {
 	// AllowRemovals lets this run unsubscribe more people who left the source than the
 	// sync's max_removals allows (one run; a schedule never sets it).
 	AllowRemovals bool `json:"allow_removals,omitempty"`
+	// Verify compares the list in the service with the source instead of the fingerprints:
+	// it sends the rows the service lacks or holds with other values (see verifyNote).
+	Verify bool `json:"verify,omitempty"`
 }
 
 // Kind is the job kind.
@@ -52,11 +57,18 @@ func (rt *Runtime) EnqueueSync(ctx context.Context, name string, full bool) (int
 	return rt.EnqueueSyncArgs(ctx, SyncArgs{Name: name, Full: full})
 }
 
-// EnqueueSyncArgs is EnqueueSync with every argument of the job: a request for
-// AllowRemovals while a run without it is queued or running is not folded into that run
-// either (a *FullNotQueuedError saying so).
+// EnqueueVerify queues the named sync now as a verifying run (SyncArgs.Verify). If that sync
+// is already queued or running, it returns that job's id with an error wrapping
+// ErrAlreadyQueued; a *FullNotQueuedError when that job does not verify.
+func (rt *Runtime) EnqueueVerify(ctx context.Context, name string) (int64, error) {
+	return rt.EnqueueSyncArgs(ctx, SyncArgs{Name: name, Verify: true})
+}
+
+// EnqueueSyncArgs is EnqueueSync with every argument of the job: a request for Full,
+// Verify or AllowRemovals while a run without it is queued or running is not folded into
+// that run either (a *FullNotQueuedError naming the flag).
 func (rt *Runtime) EnqueueSyncArgs(ctx context.Context, args SyncArgs) (int64, error) {
-	name, full := args.Name, args.Full
+	name := args.Name
 	if _, ok := rt.cfg.sync(name); !ok {
 		return 0, fmt.Errorf("sync %q is not in the configuration", name)
 	}
@@ -66,14 +78,19 @@ func (rt *Runtime) EnqueueSyncArgs(ctx context.Context, args SyncArgs) (int64, e
 	}
 	if res.UniqueSkippedAsDuplicate {
 		var existing SyncArgs
-		if json.Unmarshal(res.Job.EncodedArgs, &existing) == nil &&
-			(full && !existing.Full || args.AllowRemovals && !existing.AllowRemovals) {
-			flag := "--full"
-			if !full || existing.Full {
-				flag = "--allow-removals"
+		if json.Unmarshal(res.Job.EncodedArgs, &existing) == nil {
+			e := &FullNotQueuedError{Name: name, JobID: res.Job.ID, Running: res.Job.State == rivertype.JobStateRunning}
+			switch {
+			case args.Full && !existing.Full:
+				e.Flag = "--full"
+			case args.Verify && !existing.Verify:
+				e.Flag = "--verify"
+			case args.AllowRemovals && !existing.AllowRemovals:
+				e.Flag = "--allow-removals"
 			}
-			return res.Job.ID, &FullNotQueuedError{Name: name, JobID: res.Job.ID, Running: res.Job.State == rivertype.JobStateRunning,
-				Flag: flag}
+			if e.Flag != "" {
+				return res.Job.ID, e
+			}
 		}
 		return res.Job.ID, fmt.Errorf("sync %q is %w as job %d", name, ErrAlreadyQueued, res.Job.ID)
 	}
@@ -83,9 +100,11 @@ func (rt *Runtime) EnqueueSyncArgs(ctx context.Context, args SyncArgs) (int64, e
 // FullNotQueuedError is EnqueueSync's error for a full sync asked for while a delta run of
 // the same sync is queued or running: one run per sync at a time, so the full run was not
 // queued, and the delta run will not send unchanged rows. It is also ErrAlreadyQueued.
+// The same holds for a verifying run (Flag "--verify") or one allowed to remove past the
+// guard ("--allow-removals") asked for while a run without that flag is queued or running.
 type FullNotQueuedError struct {
 	Name    string
-	Flag    string // the flag not queued: "--full" ("" too) or "--allow-removals"
+	Flag    string // the flag not queued: "--full" ("" too), "--verify" or "--allow-removals"
 	JobID   int64  // the delta run's job
 	Running bool   // running, else queued
 }
@@ -128,10 +147,28 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 		if !ok {
 			return permanent(fmt.Errorf("sync %q is not in this worker's configuration", job.Args.Name))
 		}
+		verify := job.Args.Verify
+		if !verify && !job.Args.Full {
+			note, err := rt.listShrunk(ctx, spec.ListID)
+			if err != nil {
+				return err
+			}
+			if note != "" {
+				a.log.WarnContext(ctx, "the list in the service is far smaller than what subsync sent to it: verifying instead",
+					slog.Int64("list_id", spec.ListID), slog.String("note", note))
+				// The fingerprints are wrong: dropped, so that a retried attempt of this run
+				// (which may no longer find the list small) sends what is still missing too.
+				if err := rt.store.ForgetFingerprints(ctx, spec.ListID); err != nil {
+					return err
+				}
+				a.warning = note
+				verify = true
+			}
+		}
 		src := spec.Source
 		watermarkKey := "sync:" + spec.Name
 		incremental := src.WatermarkColumn != "" && isSQL(src)
-		if incremental && !job.Args.Full {
+		if incremental && !job.Args.Full && !verify {
 			wm, err := rt.store.Watermark(ctx, watermarkKey)
 			if err != nil {
 				return err
@@ -139,8 +176,8 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 			src.Watermark = wm
 		}
 		wm, err := rt.stream(ctx, a, streamSpec{source: src, listID: spec.ListID, mapping: spec.Mapping,
-			suppression: spec.Suppression, delta: !job.Args.Full, sync: spec.Name, removed: spec.Removed,
-			maxRemovals: spec.MaxRemovals, allowRemovals: job.Args.AllowRemovals})
+			suppression: spec.Suppression, delta: !job.Args.Full && !verify, verify: verify, sync: spec.Name,
+			removed: spec.Removed, maxRemovals: spec.MaxRemovals, allowRemovals: job.Args.AllowRemovals})
 		var stopped *RemovalsStoppedError
 		if err != nil && spec.Removed == RemovedUnsubscribe && !errors.Is(err, errInterrupted) && !errors.As(err, &stopped) {
 			return fmt.Errorf("%w (nobody was removed: only a complete read of the source removes people)", err)
@@ -157,4 +194,43 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 
 func isSQL(src sources.Config) bool {
 	return src.Kind == sources.KindSQL || src.Kind == "" && src.Path == "" && src.Query != ""
+}
+
+// shrinkShare: a delta sync verifies instead (see listShrunk) when the service's list holds
+// fewer active subscribers than 1/shrinkShare of those subsync believes it holds.
+const shrinkShare = 2
+
+// listShrunk says why a delta sync of the list should verify instead, or "" when it need not:
+// the service's list holds far fewer active subscribers (GET /subscriberlists/{id}) than
+// subsync's fingerprints of it, minus its suppressions, say it should (fewer than half), as
+// when the list was emptied behind subsync's back; the fingerprints would report every row
+// unchanged. A list whose rows were mostly sent as unsubscribed also looks smaller: it is then
+// verified (read once more) on every sync, sending nothing it holds.
+func (rt *Runtime) listShrunk(ctx context.Context, listID int64) (string, error) {
+	if rt.sinkErr != nil {
+		return "", nil // the run fails with the client's error
+	}
+	fps, err := rt.store.FingerprintCount(ctx, listID)
+	if err != nil || fps == 0 {
+		return "", err
+	}
+	counts, err := rt.store.SuppressionCounts(ctx)
+	if err != nil {
+		return "", err
+	}
+	expected := fps
+	for _, c := range counts {
+		if c.ListID == listID || c.ListID == state.AllLists {
+			expected -= c.Count
+		}
+	}
+	l, err := rt.sink.List(ctx, listID)
+	if err != nil {
+		return "", nil // checkList fails the run with its reason
+	}
+	if expected <= 0 || int64(l.SubscriberEmails)*shrinkShare >= expected {
+		return "", nil
+	}
+	return fmt.Sprintf("the list holds %d active subscribers where subsync sent %d: verified against the service's list instead of the fingerprints",
+		l.SubscriberEmails, expected), nil
 }

@@ -69,6 +69,11 @@ func (c Config) Validate() error {
 		}
 		seen[s.Name] = true
 		checkSchedule(&p, key, s.Schedule, s.TimeZone)
+		if _, tzErr := time.LoadLocation(s.TimeZone); tzErr == nil && s.VerifyEvery != "" {
+			if _, err := ParseSchedule(s.VerifyEvery, s.TimeZone); err != nil {
+				p.Add(key+".VerifyEvery", s.VerifyEvery, "%s", scheduleReason(s.VerifyEvery))
+			}
+		}
 		if s.ListID <= 0 {
 			p.Add(key+".ListID", listValue(s.ListID), "missing: the id of the subscriber list to sync into")
 		}

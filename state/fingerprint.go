@@ -397,3 +397,16 @@ func (s *Store) ForgetFingerprints(ctx context.Context, listID int64) error {
 		return nil
 	})
 }
+
+// FingerprintCount is about how many fingerprints the list has (its buckets' entries plus its
+// recent changes, some of which replace a bucket's entry), without loading them.
+func (s *Store) FingerprintCount(ctx context.Context, listID int64) (int64, error) {
+	var bytes, recent int64
+	err := s.db.QueryRowContext(ctx, `SELECT
+    (SELECT COALESCE(SUM(LENGTH(data)), 0) FROM subsync_fingerprint WHERE list_id = $1),
+    (SELECT COUNT(*) FROM subsync_fingerprint_recent WHERE list_id = $1)`, listID).Scan(&bytes, &recent)
+	if err != nil {
+		return 0, fmt.Errorf("count fingerprints of list %d: %w", listID, err)
+	}
+	return bytes/fpEntrySize + recent, nil
+}

@@ -346,6 +346,42 @@ CREATE TABLE subsync_warning (
     PRIMARY KEY (run_id, ordinal, seq)
 )`,
 	},
+	{
+		version: 7,
+		name:    "erasure: the key of the keyed hashes, the erased people's keyed hashes, pending erasure requests",
+		sqlite: `
+CREATE TABLE subsync_erasure_key (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    secret     BLOB    NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE subsync_erased (
+    hash      TEXT    PRIMARY KEY,
+    erased_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE subsync_erasure_request (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    hash         TEXT    NOT NULL UNIQUE,
+    email        TEXT    NOT NULL,
+    requested_at INTEGER NOT NULL
+)`,
+		postgres: `
+CREATE TABLE subsync_erasure_key (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    secret     BYTEA  NOT NULL,
+    created_at BIGINT NOT NULL
+);
+CREATE TABLE subsync_erased (
+    hash      TEXT   PRIMARY KEY,
+    erased_at BIGINT NOT NULL
+);
+CREATE TABLE subsync_erasure_request (
+    id           BIGSERIAL PRIMARY KEY,
+    hash         TEXT   NOT NULL UNIQUE,
+    email        TEXT   NOT NULL,
+    requested_at BIGINT NOT NULL
+)`,
+	},
 }
 
 // migrationLockKey is the Postgres advisory lock that serialises concurrent migrators.

@@ -270,15 +270,3 @@ func deleteRoster(ctx context.Context, tx *sql.Tx, d Dialect, sync string, listI
 	}
 	return nil
 }
-
-// ForgetRoster deletes addresses from every sync's roster (an erasure).
-func (s *Store) ForgetRoster(ctx context.Context, emails []string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		for _, e := range emails {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM subsync_roster WHERE email = $1", NormaliseEmail(e)); err != nil {
-				return fmt.Errorf("forget roster entries: %w", err)
-			}
-		}
-		return nil
-	})
-}

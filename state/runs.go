@@ -14,6 +14,7 @@ const (
 	KindImport     = "import"
 	KindSync       = "sync"
 	KindStatusPull = "status_pull"
+	KindForget     = "forget"
 )
 
 // RunState is where a run stands.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -46,6 +47,9 @@ func (d Dialect) nowExpr() string {
 type Store struct {
 	db *sql.DB
 	d  Dialect
+
+	keyMu sync.Mutex
+	key   []byte // the erasure key, once read (see ErasureKey)
 }
 
 // New returns a Store over db. For SQLite, open db with [OpenSQLite]: the Store relies on its

@@ -125,6 +125,14 @@ type SuppressionSet struct {
 	listID  int64
 	version int64
 	status  map[uint64]string
+	erased  *erasedSet // nil: nobody was erased
+}
+
+// Erased reports whether the address whose [EmailHash] is given belongs to a person erased by
+// `subsync forget` (by the keyed hash subsync keeps of them): such a row is never sent again.
+// It costs a map lookup when anybody was erased, nothing otherwise.
+func (f *SuppressionSet) Erased(emailHash uint64) bool {
+	return f.erased != nil && f.erased.has(emailHash)
 }
 
 // ListID is the list the set applies to.
@@ -175,6 +183,9 @@ WHERE list_id IN ($1, 0) ORDER BY changed_at`, listID)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load suppressions of list %d: %w", listID, err)
+	}
+	if f.erased, err = s.loadErased(ctx); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -282,12 +293,21 @@ func (s *Store) RecordReconciled(ctx context.Context, changes []StatusChange, wr
 }
 
 func (s *Store) recordChanges(ctx context.Context, changes []StatusChange, writeBackTargets []string, reconciled bool) (int, error) {
+	// An erased person's changes (the feed may list them for a while) are not recorded: their
+	// address would be back in the change log.
+	erased, err := s.loadErased(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("record status changes: %w", err)
+	}
 	added := 0
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		added = 0
 		changed := false
 		for _, c := range changes {
 			email := NormaliseEmail(c.Email)
+			if erased != nil && erased.has(EmailHash(email)) {
+				continue
+			}
 			if reconciled {
 				var st string
 				err := tx.QueryRowContext(ctx, "SELECT status FROM subsync_suppression WHERE list_id = $1 AND email = $2",

@@ -4,6 +4,7 @@ import (
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
+	"slices"
 )
 
 // chunkRows is how many records a chunk holds (mapped rows are filtered, suppression and
@@ -127,10 +128,12 @@ func (c *chunk) dropRow() {
 
 // reject records a reject with its source row (values) whole; its value is copied, for it
 // may be one mapping made in the chunk's Arena (a lower-cased duplicate e-mail), and the
-// reject outlives the chunk.
+// reject outlives the chunk. A row rejected after mapping dropped a value of it (a duplicate)
+// is not sent, so its warnings go: they are for rows sent without a value.
 func (c *chunk) reject(r mapping.Reject, values []string) {
 	rec := r.Record() // copies the value out of the chunk's arena
 	rec.Row = state.EncodeRow(values)
+	c.outcomes = slices.DeleteFunc(c.outcomes, func(o outcome) bool { return o.kind == outWarning && o.ord == r.Ordinal })
 	c.outcomes = append(c.outcomes, outcome{ord: r.Ordinal, kind: outRejected, reject: &rec})
 }
 

@@ -29,6 +29,7 @@ type filter struct {
 	delta       bool
 	suppression string
 	fps         *state.FingerprintSet
+	held        *Held // a verifying run: what the service holds
 	dryRun      bool
 	track       *tracker // a sync with a roster; nil otherwise
 
@@ -39,7 +40,7 @@ type filter struct {
 func newFilter(cfg Config) *filter {
 	return &filter{store: cfg.Store, log: cfg.Logger, mapper: cfg.Mapper, dedupe: cfg.Mapper.NewDeduper(),
 		mappingFP: cfg.Mapper.Fingerprint(), listID: cfg.ListID, delta: cfg.Delta, suppression: cfg.Suppression,
-		fps: cfg.Fingerprints, dryRun: cfg.DryRun, sup: cfg.Suppressions, supChecked: time.Now(), track: newTracker(cfg)}
+		fps: cfg.Fingerprints, held: cfg.Held, dryRun: cfg.DryRun, sup: cfg.Suppressions, supChecked: time.Now(), track: newTracker(cfg)}
 }
 
 // run dedupes a mapped chunk by the mapping's policy, then filters its rows (see apply),
@@ -170,6 +171,9 @@ func (f *filter) resolve(ctx context.Context, c *chunk) error {
 // is suppressed under update-keep-status, or its e-mail came before (the deduper then decides
 // on the mapped row; Observe recorded the e-mail, so check counts it as the duplicate it is).
 func (f *filter) unchanged(c *chunk, cd *cand) bool {
+	if f.sup.Erased(cd.key) {
+		return false // apply rejects it
+	}
 	st, suppressed := f.sup.Status(cd.key)
 	if suppressed && f.suppression == SuppressionUpdateKeepStatus {
 		return false
@@ -224,7 +228,10 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 		clear(c.members)
 	}
 	f.suppress(c)
-	if f.delta && f.fps.Len() > 0 {
+	switch {
+	case f.held != nil:
+		f.skipHeld(c)
+	case f.delta && f.fps.Len() > 0:
 		f.skipUnchanged(c)
 	}
 	n := 0
@@ -245,8 +252,8 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 	return nil
 }
 
-// suppress hashes the rows' e-mails and payloads and marks the suppressed rows to skip, or
-// gives them their suppressed status (update-keep-status).
+// suppress hashes the rows' e-mails and payloads, rejects the rows of erased people and marks
+// the suppressed rows to skip, or gives them their suppressed status (update-keep-status).
 func (f *filter) suppress(c *chunk) {
 	checkSup := f.sup.Len() > 0
 	seed := state.NewHasher() // the mapping's fingerprint, hashed once for the chunk
@@ -254,6 +261,13 @@ func (f *filter) suppress(c *chunk) {
 	for i := range c.rows {
 		r := &c.rows[i]
 		c.emails[i] = state.EmailHash(r.Sub.Email)
+		if f.sup.Erased(c.emails[i]) {
+			// The reject keeps no value: the address must not come back into subsync's tables.
+			c.reject(mapping.Reject{Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Code: mapping.CodeErased,
+				Message: "the person was erased at their request (subsync forget) and is never sent again"}, nil)
+			c.skip[i] = true
+			continue
+		}
 		if checkSup {
 			if st, ok := f.sup.Status(c.emails[i]); ok {
 				c.outcomes = append(c.outcomes, newOutcome(r, outSuppressed, st, f.dryRun))

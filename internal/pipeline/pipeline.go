@@ -43,6 +43,9 @@ type Suppressions interface {
 	Version() int64
 	Len() int
 	Status(emailHash uint64) (string, bool)
+	// Erased reports whether the address whose hash is given belongs to a person erased by
+	// `subsync forget`.
+	Erased(emailHash uint64) bool
 }
 
 // StateStore adapts a *state.Store to Store.
@@ -88,6 +91,10 @@ type Config struct {
 	// checkpoint, and remembers every address and key it reads, for Removals. A mapping with a
 	// key column (external_id) then moves people: see roster.go.
 	Roster *state.Roster
+	// Held, when set, makes the run a verifying one (Delta is then ignored): a row is sent
+	// unless the service holds its e-mail with the values it sends (see Held), whatever the
+	// fingerprints say, and the fingerprint of every row found held is stored.
+	Held *Held
 	// DryRun: outcomes carry the row's line, e-mail and status (see DryRun).
 	DryRun bool
 	// Stopping, when closed, stops the run: it checkpoints what is in flight and returns

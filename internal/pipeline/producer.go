@@ -37,7 +37,7 @@ func newProducer(cfg Config, f *filter) *producer {
 	p := &producer{reader: cfg.Reader, mapper: cfg.Mapper, workers: cfg.MapWorkers, filter: f,
 		stopping: cfg.Stopping, free: make(chan *chunk, 4)}
 	p.setSourceHash(cfg.Reader.Header())
-	p.fast = cfg.Delta && cfg.Fingerprints.Len() > 0 && p.emailCol >= 0
+	p.fast = cfg.Delta && cfg.Held == nil && cfg.Fingerprints.Len() > 0 && p.emailCol >= 0
 	p.track = cfg.Roster != nil && p.emailCol >= 0
 	return p
 }

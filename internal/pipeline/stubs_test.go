@@ -53,8 +53,9 @@ func (s *memStore) total() (state.Counts, int64, []state.Reject) {
 // memSuppressions is a suppression list: e-mail hash → status.
 type memSuppressions map[uint64]string
 
-func (m memSuppressions) Version() int64 { return 1 }
-func (m memSuppressions) Len() int       { return len(m) }
+func (m memSuppressions) Version() int64     { return 1 }
+func (m memSuppressions) Len() int           { return len(m) }
+func (m memSuppressions) Erased(uint64) bool { return false }
 func (m memSuppressions) Status(h uint64) (string, bool) {
 	s, ok := m[h]
 	return s, ok

@@ -89,3 +89,28 @@ func TestPipelineInvalidOptionalValue(t *testing.T) {
 		})
 	}
 }
+
+// TestRejectedRowKeepsNoWarning: a row whose value was dropped and which a later stage then
+// rejects (a duplicate e-mail under duplicates = "reject") was not sent, so it is a reject
+// only: warnings are for rows sent without a value.
+func TestRejectedRowKeepsNoWarning(t *testing.T) {
+	t.Parallel()
+	const csvText = "E-post,Mobil\nada@example.com,12\nada@example.com,12\n"
+	ctx := context.Background()
+	sender := &subscriberSender{}
+	cfg, store, run := testPipeline(t, csvText, sender)
+	spec, err := mapping.ParseSpec([]byte(`on_invalid = "drop"
+duplicates = "reject"
+columns = { "E-post" = "email", Mobil = "phone" }`))
+	require.NoError(t, err)
+	withMapping(t, &cfg, spec, mapping.Fields{})
+	require.NoError(t, newEngine(t, cfg).Run(ctx, 0))
+
+	var rejects, warnings []state.Reject
+	require.NoError(t, store.Rejects(ctx, run.ID, func(r state.Reject) error { rejects = append(rejects, r); return nil }))
+	require.NoError(t, store.Warnings(ctx, run.ID, func(r state.Reject) error { warnings = append(warnings, r); return nil }))
+	require.Len(t, rejects, 1)
+	require.Equal(t, 3, rejects[0].Line)
+	require.Len(t, warnings, 1, "the sent row's warning only")
+	require.Equal(t, 2, warnings[0].Line)
+}
