@@ -280,7 +280,8 @@ func (a *app) errNoConfig() error {
 		"--config FILE or %s", strings.Join(a.looked, ", "), config.EnvConfig)
 }
 
-// client returns a subscriber service client for the configuration.
+// client returns a subscriber service client for the configuration, for a command a person
+// waits for (the worker's client is made by jobs).
 func (a *app) client() (*sink.Client, error) {
 	cfg, err := a.config()
 	if err != nil {
@@ -292,6 +293,14 @@ func (a *app) client() (*sink.Client, error) {
 	sc := cfg.SinkConfig()
 	sc.Logger = a.log
 	sc.Version = a.version
+	// A person waits for this command: no call of it, retries included, takes much longer
+	// than --service-timeout (lists ls, import and preview bound their calls exactly).
+	if a.serviceTimeout > 0 && (sc.Timeout == 0 || sc.Timeout > a.serviceTimeout) {
+		sc.Timeout = a.serviceTimeout
+	}
+	if a.serviceTimeout > 0 && (sc.MaxRetryTime == 0 || sc.MaxRetryTime > a.serviceTimeout) {
+		sc.MaxRetryTime = a.serviceTimeout
+	}
 	c, err := sink.New(sc)
 	if err != nil {
 		return nil, err

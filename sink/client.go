@@ -214,7 +214,14 @@ func (c *Client) finalError(ctx context.Context, cl *call, attempts int, fatal, 
 		cause = context.Cause(ctx)
 	}
 	if lastErr != nil {
-		return fmt.Errorf("%s %s: %w (after %d attempts; last failure: %s)", cl.method, cl.path, cause, attempts, lastErr.Error())
+		// The last failure names the call. A network failure stays in the chain (a caller
+		// tells a refused connection from a time out); an answer of the service does not,
+		// for the call did not end with it.
+		var apiErr *APIError
+		if errors.As(lastErr, &apiErr) {
+			return fmt.Errorf("%w (after %d attempts; last failure: %s)", cause, attempts, lastErr.Error())
+		}
+		return fmt.Errorf("%w (after %d attempts; last failure: %w)", cause, attempts, lastErr)
 	}
 	return fmt.Errorf("%s %s: %w", cl.method, cl.path, cause)
 }
