@@ -262,7 +262,7 @@ func (c *Client) attempt(ctx context.Context, cl *call, target string, body *rep
 	res, err := c.http.Do(req)
 	if err != nil {
 		err = c.describeNetError(ctx, err)
-		c.observe(cl, 0, began, err)
+		c.observe(ctx, cl, 0, began, err)
 		return 0, nil, nil, err, nil
 	}
 	defer res.Body.Close()
@@ -274,22 +274,23 @@ func (c *Client) attempt(ctx context.Context, cl *call, target string, body *rep
 	data, err = io.ReadAll(io.LimitReader(res.Body, limit))
 	if err != nil && ok {
 		err = fmt.Errorf("read response (HTTP %d): %w", res.StatusCode, c.describeNetError(ctx, err))
-		c.observe(cl, res.StatusCode, began, err)
+		c.observe(ctx, cl, res.StatusCode, began, err)
 		return 0, nil, nil, err, nil
 	}
 	// A failed response cut short still tells its status: keep what was read.
-	c.observe(cl, res.StatusCode, began, nil)
+	c.observe(ctx, cl, res.StatusCode, began, nil)
 	if ok && len(data) > MaxResponseBytes {
 		return 0, nil, nil, nil, &permanentError{fmt.Errorf("response body exceeds %d MiB (HTTP %d)", MaxResponseBytes>>20, res.StatusCode)}
 	}
 	return res.StatusCode, res.Header, data, nil, nil
 }
 
-func (c *Client) observe(cl *call, status int, began time.Time, err error) {
+func (c *Client) observe(ctx context.Context, cl *call, status int, began time.Time, err error) {
 	if c.cfg.Observer == nil {
 		return
 	}
-	c.cfg.Observer(ResponseInfo{Method: cl.method, Route: cl.route, API: cl.api(), StatusCode: status, Duration: time.Since(began), Err: err})
+	c.cfg.Observer(ResponseInfo{Method: cl.method, Route: cl.route, API: cl.api(), StatusCode: status, Duration: time.Since(began), Err: err,
+		Canceled: err != nil && ctx.Err() != nil})
 }
 
 // describeNetError strips the *url.Error wrapper (whose text repeats the whole URL) and
