@@ -73,6 +73,7 @@ type app struct {
 
 	root    *cobra.Command
 	log     *slog.Logger
+	term    *terminalLine // stderr when it is a terminal: the logs and the progress bar share its last line
 	cfg     *config.Config
 	looked  []string // where config looked for a file, when it found none
 	started bool     // a command's RunE began: errors from here on are not usage errors
@@ -234,7 +235,13 @@ func showHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 
 // setup runs before every command: it builds the logger from the global flags.
 func (a *app) setup(cmd *cobra.Command, _ []string) error {
-	log, err := newLogger(a.stderr, a.logFormat, a.logLevel, a.isTerminal(a.stderr))
+	terminal := a.isTerminal(a.stderr)
+	w := a.stderr
+	if terminal {
+		a.term = &terminalLine{w: a.stderr}
+		w = a.term
+	}
+	log, err := newLogger(w, a.logFormat, a.logLevel, terminal)
 	if err != nil {
 		return &usageError{err}
 	}
