@@ -105,7 +105,12 @@ func (a *app) main(ctx context.Context, args []string) int {
 	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized && !strings.Contains(err.Error(), credentialHint) {
 		err = fmt.Errorf("%w (%s)", err, credentialHint)
 	}
+	prev := ""
 	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
+		if line == prev {
+			continue // a driver that tried twice the same way (pgx: one line per attempt)
+		}
+		prev = line
 		fmt.Fprintf(a.stderr, "subsync: %s\n", line)
 	}
 	if code == ExitUsage && !a.started && cmd != nil {
