@@ -325,6 +325,15 @@ func isTerminal(v any) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// revision is the VCS revision when the build info has none, set by the linker:
+//
+//	go build -ldflags "-X github.com/subsync/subsync/cli.revision=$(git rev-parse HEAD)" ./cmd/subsync
+//
+// Go stamps the revision itself (-buildvcs) only when building in a git checkout whose .git
+// is a directory, with git installed and GOFLAGS not holding -buildvcs=false; a git worktree
+// (.git a file), a source tarball or a Docker build context without .git get none.
+var revision string
+
 func buildVersion() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -341,6 +350,9 @@ func buildVersion() string {
 		case "vcs.modified":
 			dirty = s.Value == "true"
 		}
+	}
+	if rev == "" {
+		rev = revision
 	}
 	if rev == "" {
 		return "dev"
@@ -371,7 +383,7 @@ time, and "modified" for a build from a changed work tree) from the binary's bui
 				for _, s := range info.Settings {
 					settings[s.Key] = s.Value
 				}
-				rev := cmp.Or(settings["vcs.revision"], "unknown (built without VCS information)")
+				rev := cmp.Or(settings["vcs.revision"], revision, "unknown (built without VCS information; see the README, Installing)")
 				if t := settings["vcs.time"]; t != "" {
 					rev += " (" + t + ")"
 				}
