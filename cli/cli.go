@@ -73,6 +73,7 @@ type app struct {
 
 	root    *cobra.Command
 	log     *slog.Logger
+	term    *terminalLine // stderr when it is a terminal: the logs and the progress bar share its last line
 	cfg     *config.Config
 	looked  []string // where config looked for a file, when it found none
 	started bool     // a command's RunE began: errors from here on are not usage errors
@@ -104,7 +105,12 @@ func (a *app) main(ctx context.Context, args []string) int {
 	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized && !strings.Contains(err.Error(), credentialHint) {
 		err = fmt.Errorf("%w (%s)", err, credentialHint)
 	}
+	prev := ""
 	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
+		if line == prev {
+			continue // a driver that tried twice the same way (pgx: one line per attempt)
+		}
+		prev = line
 		fmt.Fprintf(a.stderr, "subsync: %s\n", line)
 	}
 	if code == ExitUsage && !a.started && cmd != nil {
@@ -235,7 +241,13 @@ func showHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 
 // setup runs before every command: it builds the logger from the global flags.
 func (a *app) setup(cmd *cobra.Command, _ []string) error {
-	log, err := newLogger(a.stderr, a.logFormat, a.logLevel, a.isTerminal(a.stderr))
+	terminal := a.isTerminal(a.stderr)
+	w := a.stderr
+	if terminal {
+		a.term = &terminalLine{w: a.stderr}
+		w = a.term
+	}
+	log, err := newLogger(w, a.logFormat, a.logLevel, terminal)
 	if err != nil {
 		return &usageError{err}
 	}
@@ -281,7 +293,8 @@ func (a *app) errNoConfig() error {
 		"--config FILE or %s", strings.Join(a.looked, ", "), config.EnvConfig)
 }
 
-// client returns a subscriber service client for the configuration.
+// client returns a subscriber service client for the configuration, for a command a person
+// waits for (the worker's client is made by jobs).
 func (a *app) client() (*sink.Client, error) {
 	cfg, err := a.config()
 	if err != nil {
@@ -293,6 +306,14 @@ func (a *app) client() (*sink.Client, error) {
 	sc := cfg.SinkConfig()
 	sc.Logger = a.log
 	sc.Version = a.version
+	// A person waits for this command: no call of it, retries included, takes much longer
+	// than --service-timeout (lists ls, import and preview bound their calls exactly).
+	if a.serviceTimeout > 0 && (sc.Timeout == 0 || sc.Timeout > a.serviceTimeout) {
+		sc.Timeout = a.serviceTimeout
+	}
+	if a.serviceTimeout > 0 && (sc.MaxRetryTime == 0 || sc.MaxRetryTime > a.serviceTimeout) {
+		sc.MaxRetryTime = a.serviceTimeout
+	}
 	c, err := sink.New(sc)
 	if err != nil {
 		return nil, err
@@ -304,6 +325,15 @@ func isTerminal(v any) bool {
 	f, ok := v.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// revision is the VCS revision when the build info has none, set by the linker:
+//
+//	go build -ldflags "-X github.com/subsync/subsync/cli.revision=$(git rev-parse HEAD)" ./cmd/subsync
+//
+// Go stamps the revision itself (-buildvcs) only when building in a git checkout whose .git
+// is a directory, with git installed and GOFLAGS not holding -buildvcs=false; a git worktree
+// (.git a file), a source tarball or a Docker build context without .git get none.
+var revision string
 
 func buildVersion() string {
 	info, ok := debug.ReadBuildInfo()
@@ -321,6 +351,9 @@ func buildVersion() string {
 		case "vcs.modified":
 			dirty = s.Value == "true"
 		}
+	}
+	if rev == "" {
+		rev = revision
 	}
 	if rev == "" {
 		return "dev"
@@ -351,7 +384,7 @@ time, and "modified" for a build from a changed work tree) from the binary's bui
 				for _, s := range info.Settings {
 					settings[s.Key] = s.Value
 				}
-				rev := cmp.Or(settings["vcs.revision"], "unknown (built without VCS information)")
+				rev := cmp.Or(settings["vcs.revision"], revision, "unknown (built without VCS information; see the README, Installing)")
 				if t := settings["vcs.time"]; t != "" {
 					rev += " (" + t + ")"
 				}

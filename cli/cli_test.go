@@ -402,7 +402,7 @@ func TestPreview(t *testing.T) {
 	require.Contains(t, r.stderr, `no sync named "nope"`)
 
 	r = h.run("", "preview", filepath.Join(h.dir, "missing.csv"))
-	require.Equal(t, ExitFailure, r.code)
+	require.Equal(t, ExitUsage, r.code, "a missing file is the user's to fix, as for import")
 }
 
 // TestEveryCommandHasHelpWithExamples walks the command tree.

@@ -49,25 +49,30 @@ func (f *fileSourceFlags) config(path string) (sources.Config, error) {
 }
 
 // lazyFields is the service's custom fields, fetched only when a mapping names one: a preview
-// of a mapping without custom fields needs neither credentials nor the network.
+// of a mapping without custom fields needs neither credentials nor the network. Each call is
+// bounded by --service-timeout and a failure names api.base_url and its cause, as lists ls.
 type lazyFields struct{ a *app }
 
-func (l lazyFields) client() (*sink.Client, error) { return l.a.client() }
-
 func (l lazyFields) CustomFields(ctx context.Context) ([]sink.CustomField, error) {
-	c, err := l.client()
+	c, err := l.a.client()
 	if err != nil {
 		return nil, err
 	}
-	return c.CustomFields(ctx)
+	ctx, cancel := l.a.interactive(ctx)
+	defer cancel()
+	fs, err := c.CustomFields(ctx)
+	return fs, l.a.explainService(err)
 }
 
 func (l lazyFields) CreateCustomField(ctx context.Context, f sink.CustomField) (sink.CustomField, error) {
-	c, err := l.client()
+	c, err := l.a.client()
 	if err != nil {
 		return sink.CustomField{}, err
 	}
-	return c.CreateCustomField(ctx, f)
+	ctx, cancel := l.a.interactive(ctx)
+	defer cancel()
+	created, err := c.CreateCustomField(ctx, f)
+	return created, l.a.explainService(err)
 }
 
 // loadSpec returns the mapping of --mapping FILE, or of the configured sync NAME, or the
@@ -126,6 +131,9 @@ fields a mapping names.`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := checkImportFile(args[0]); err != nil {
+				return err // missing, a directory, an .xls: the user's to fix (exit 2), as for import
+			}
 			scfg, err := src.config(args[0])
 			if err != nil {
 				return err

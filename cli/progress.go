@@ -9,6 +9,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/state"
 )
 
 // progressLogEvery spaces progress log lines when stderr is not a terminal.
@@ -25,19 +26,50 @@ type progress struct {
 	spinner  bool // neither total is known
 	state    string
 	logged   time.Time
+	started  time.Time // when the run was first seen started
+	now      func() time.Time
+}
+
+// attrs are a progress log line's: totals only when known (a CSV's row count is not known
+// before it is read, its size is), with the rate and the time left once they can be told.
+func (p *progress) attrs(pr jobs.Progress) []slog.Attr {
+	attrs := []slog.Attr{slog.Int64("job_id", pr.JobID), slog.Int64("run_id", pr.RunID), slog.String("state", pr.State),
+		slog.Int64("rows", pr.Rows)}
+	if pr.TotalRows > 0 {
+		attrs = append(attrs, slog.Int64("total_rows", pr.TotalRows))
+	}
+	if pr.TotalBytes > 0 {
+		attrs = append(attrs, slog.Int64("bytes", pr.Bytes), slog.Int64("total_bytes", pr.TotalBytes))
+	}
+	attrs = append(attrs, slog.Int64("sent", pr.Counts.Sent), slog.Int64("rejected", pr.Counts.Rejected))
+	elapsed := p.now().Sub(p.started)
+	if p.started.IsZero() || elapsed <= 0 || pr.Rows == 0 {
+		return attrs
+	}
+	attrs = append(attrs, slog.Int64("rows_per_second", int64(float64(pr.Rows)/elapsed.Seconds())))
+	done, total := pr.Rows, pr.TotalRows
+	if total == 0 {
+		done, total = pr.Bytes, pr.TotalBytes
+	}
+	if total > 0 && done > 0 && done <= total && pr.State == string(state.RunRunning) {
+		left := time.Duration(float64(elapsed) * float64(total-done) / float64(done))
+		attrs = append(attrs, slog.Duration("eta", left.Round(time.Second)))
+	}
+	return attrs
 }
 
 func (a *app) newProgress(ctx context.Context) *progress {
-	return &progress{a: a, ctx: ctx, terminal: a.isTerminal(a.stderr)}
+	return &progress{a: a, ctx: ctx, terminal: a.term != nil, now: time.Now}
 }
 
 func (p *progress) update(pr jobs.Progress) {
+	if pr.RunID != 0 && p.started.IsZero() {
+		p.started = p.now()
+	}
 	if !p.terminal {
-		if pr.State != p.state || time.Since(p.logged) >= progressLogEvery {
-			p.state, p.logged = pr.State, time.Now()
-			p.a.log.InfoContext(p.ctx, "progress", slog.Int64("job_id", pr.JobID), slog.Int64("run_id", pr.RunID), slog.String("state", pr.State),
-				slog.Int64("rows", pr.Rows), slog.Int64("total_rows", pr.TotalRows), slog.Int64("bytes", pr.Bytes), slog.Int64("total_bytes", pr.TotalBytes),
-				slog.Int64("sent", pr.Counts.Sent), slog.Int64("rejected", pr.Counts.Rejected))
+		if pr.State != p.state || p.now().Sub(p.logged) >= progressLogEvery {
+			p.state, p.logged = pr.State, p.now()
+			p.a.log.LogAttrs(p.ctx, slog.LevelInfo, "progress", p.attrs(pr)...)
 		}
 		return
 	}
@@ -62,7 +94,7 @@ func (p *progress) update(pr jobs.Progress) {
 
 func (p *progress) newBar(pr jobs.Progress) *progressbar.ProgressBar {
 	opts := []progressbar.Option{
-		progressbar.OptionSetWriter(p.a.stderr),
+		progressbar.OptionSetWriter(p.a.term.bar()), // log lines are written around it, never over it
 		progressbar.OptionThrottle(200 * time.Millisecond),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionShowDescriptionAtLineEnd(),
@@ -84,6 +116,6 @@ func (p *progress) newBar(pr jobs.Progress) *progressbar.ProgressBar {
 func (p *progress) done() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
-		fmt.Fprintln(p.a.stderr)
+		fmt.Fprintln(p.a.term.bar())
 	}
 }

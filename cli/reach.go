@@ -49,10 +49,10 @@ func (a *app) explainService(err error) error {
 		return fmt.Errorf("%s refused the credentials (401): %s: %w", where, credentialHint, err)
 	case errors.As(err, &apiErr):
 		return err
+	case errors.As(err, &dnsErr): // before refused: a DNS server that refuses is a DNS failure
+		return fmt.Errorf("%s cannot be reached: the host name %q does not resolve (DNS): %w", where, dnsErr.Name, err)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("%s cannot be reached: connection refused (is the address right, is the service up?): %w", where, err)
-	case errors.As(err, &dnsErr):
-		return fmt.Errorf("%s cannot be reached: the host name %q does not resolve (DNS): %w", where, dnsErr.Name, err)
 	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &recordErr):
 		return fmt.Errorf("%s cannot be reached: TLS failed (certificate or protocol): %w", where, err)
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):

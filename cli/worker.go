@@ -233,13 +233,26 @@ func (a *app) queued(ctx context.Context, rt *jobs.Runtime, jobID int64, wait, a
 		_, err := fmt.Fprintf(a.stdout, "job %d queued\n", jobID)
 		return err
 	}
+	// Interrupted (Ctrl-C), the job this command queued must not stay behind: it is cancelled
+	// (a queued one at once, a running one as soon as its worker, often this command, notices)
+	// and the wait goes on until its run has ended, so that this command's own worker stops
+	// with no job in hand. A second Ctrl-C ends the process at once (see main).
+	waitCtx, stopWaiting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWaiting()
+	cancelled := make(chan error, 1)
+	go func() {
+		select {
+		case <-ctx.Done():
+			cancelled <- rt.CancelJob(waitCtx, jobID)
+		case <-waitCtx.Done():
+		}
+	}()
 	p := a.newProgress(ctx)
-	run, err := rt.Wait(ctx, jobID, p.update)
+	run, err := rt.Wait(waitCtx, jobID, p.update)
 	p.done()
 	if ctx.Err() != nil {
-		// Interrupted (Ctrl-C): the job this command queued must not stay behind.
-		if cerr := rt.CancelJob(context.WithoutCancel(ctx), jobID); cerr != nil {
-			return fmt.Errorf("interrupted; cancelling job %d: %w", jobID, cerr)
+		if cerr := <-cancelled; cerr != nil {
+			return errors.Join(fmt.Errorf("interrupted; cancelling job %d: %w", jobID, cerr), err)
 		}
 		return fmt.Errorf("interrupted: job %d cancelled", jobID)
 	}

@@ -25,4 +25,7 @@ func TestServiceHealthWarnsOnceWithBaseURL(t *testing.T) {
 	require.Contains(t, logs.String(), "base_url=http://127.0.0.1:1/v2")
 	h.observe(log, "http://127.0.0.1:1/v2", sink.ResponseInfo{API: "v2", StatusCode: 503})
 	require.NoError(t, h.unreachable(), "any response means the service is reachable")
+	h.observe(log, "http://127.0.0.1:1/v2", sink.ResponseInfo{API: "v2", Err: errors.New("stop initiated"), Canceled: true})
+	require.NoError(t, h.unreachable(), "an attempt our own context ended says nothing of the service")
+	require.Equal(t, 1, bytes.Count(logs.Bytes(), []byte("level=WARN")), logs.String())
 }

@@ -413,6 +413,8 @@ func (h *serviceHealth) observe(log *slog.Logger, baseURL string, ri sink.Respon
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
+	case ri.Canceled:
+		// Our own context ended the attempt (a stop, a cancelled job): no news of the service.
 	case ri.StatusCode == 0 && ri.Err != nil:
 		if h.down == nil {
 			log.Warn("subscriber service unreachable: retrying with backoff", slog.String("base_url", baseURL),

@@ -214,7 +214,14 @@ func (c *Client) finalError(ctx context.Context, cl *call, attempts int, fatal, 
 		cause = context.Cause(ctx)
 	}
 	if lastErr != nil {
-		return fmt.Errorf("%s %s: %w (after %d attempts; last failure: %s)", cl.method, cl.path, cause, attempts, lastErr.Error())
+		// The last failure names the call. A network failure stays in the chain (a caller
+		// tells a refused connection from a time out); an answer of the service does not,
+		// for the call did not end with it.
+		var apiErr *APIError
+		if errors.As(lastErr, &apiErr) {
+			return fmt.Errorf("%w (after %d attempts; last failure: %s)", cause, attempts, lastErr.Error())
+		}
+		return fmt.Errorf("%w (after %d attempts; last failure: %w)", cause, attempts, lastErr)
 	}
 	return fmt.Errorf("%s %s: %w", cl.method, cl.path, cause)
 }
@@ -255,7 +262,7 @@ func (c *Client) attempt(ctx context.Context, cl *call, target string, body *rep
 	res, err := c.http.Do(req)
 	if err != nil {
 		err = c.describeNetError(ctx, err)
-		c.observe(cl, 0, began, err)
+		c.observe(ctx, cl, 0, began, err)
 		return 0, nil, nil, err, nil
 	}
 	defer res.Body.Close()
@@ -267,22 +274,23 @@ func (c *Client) attempt(ctx context.Context, cl *call, target string, body *rep
 	data, err = io.ReadAll(io.LimitReader(res.Body, limit))
 	if err != nil && ok {
 		err = fmt.Errorf("read response (HTTP %d): %w", res.StatusCode, c.describeNetError(ctx, err))
-		c.observe(cl, res.StatusCode, began, err)
+		c.observe(ctx, cl, res.StatusCode, began, err)
 		return 0, nil, nil, err, nil
 	}
 	// A failed response cut short still tells its status: keep what was read.
-	c.observe(cl, res.StatusCode, began, nil)
+	c.observe(ctx, cl, res.StatusCode, began, nil)
 	if ok && len(data) > MaxResponseBytes {
 		return 0, nil, nil, nil, &permanentError{fmt.Errorf("response body exceeds %d MiB (HTTP %d)", MaxResponseBytes>>20, res.StatusCode)}
 	}
 	return res.StatusCode, res.Header, data, nil, nil
 }
 
-func (c *Client) observe(cl *call, status int, began time.Time, err error) {
+func (c *Client) observe(ctx context.Context, cl *call, status int, began time.Time, err error) {
 	if c.cfg.Observer == nil {
 		return
 	}
-	c.cfg.Observer(ResponseInfo{Method: cl.method, Route: cl.route, API: cl.api(), StatusCode: status, Duration: time.Since(began), Err: err})
+	c.cfg.Observer(ResponseInfo{Method: cl.method, Route: cl.route, API: cl.api(), StatusCode: status, Duration: time.Since(began), Err: err,
+		Canceled: err != nil && ctx.Err() != nil})
 }
 
 // describeNetError strips the *url.Error wrapper (whose text repeats the whole URL) and

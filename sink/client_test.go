@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -349,6 +351,32 @@ func TestNetworkFailureExhaustedIsWrapped(t *testing.T) {
 	require.False(t, sink.IsPermanent(err))
 	var apiErr *sink.APIError
 	require.False(t, errors.As(err, &apiErr))
+}
+
+// TestContextEndKeepsTheNetworkCause: a call whose context ends while it waits to retry a
+// refused connection still says (errors.Is) that the connection was refused, and names the
+// call once.
+func TestContextEndKeepsTheNetworkCause(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	refused := make(chan struct{}, 1)
+	c, err := sink.New(sink.Config{BaseURL: "http://" + addr + "/v2", UserID: testUser, APIKey: testKey,
+		RequestsPerSecond: -1, BackoffBase: time.Hour, BackoffMax: time.Hour, MaxRetryTime: 2 * time.Hour,
+		Observer: func(sink.ResponseInfo) { refused <- struct{}{} }})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		<-refused // the first attempt failed: the call waits an hour to retry
+		cancel()
+	}()
+	_, err = c.CustomFields(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	require.Equal(t, 1, strings.Count(err.Error(), "GET /custom_fields"), err.Error())
 }
 
 func TestPerAttemptTimeoutIsRetried(t *testing.T) {

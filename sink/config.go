@@ -88,6 +88,9 @@ type ResponseInfo struct {
 	// Err is the network or body-reading error of the attempt; nil when a full response
 	// arrived, whatever its status.
 	Err error
+	// Canceled: the caller's context ended during the attempt (a worker stopping, a command
+	// interrupted); its Err says nothing about the service.
+	Canceled bool
 }
 
 // String describes the configuration with the API key redacted.

@@ -14,6 +14,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal asks the command to stop cleanly (a worker finishes or pauses its runs,
+	// import --wait cancels its job); a second one ends the process at once.
+	context.AfterFunc(ctx, stop)
 	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

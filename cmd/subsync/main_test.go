@@ -22,7 +22,7 @@ import (
 
 // These tests run the built binary, as a user or a service manager would.
 
-var binary, subsim string
+var binary, subsim, revision string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "subsync-bin")
@@ -32,8 +32,13 @@ func TestMain(m *testing.M) {
 	}
 	binary = filepath.Join(dir, "subsync")
 	subsim = filepath.Join(dir, "subsim")
+	// The revision as the README says to stamp it when Go cannot (a git worktree, GOFLAGS
+	// with -buildvcs=false): TestBinaryVersion checks that version prints it.
+	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		revision = strings.TrimSpace(string(out))
+	}
 	for _, b := range [][2]string{{binary, "."}, {subsim, "../subsim"}} {
-		build := exec.Command("go", "build", "-o", b[0], b[1])
+		build := exec.Command("go", "build", "-ldflags", "-X github.com/subsync/subsync/cli.revision="+revision, "-o", b[0], b[1])
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "go build", b[1]+":", err)
@@ -337,4 +342,17 @@ schedule = "off"
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
 	require.Equal(t, 2, list.SubscriberEmails)
+}
+
+func TestBinaryVersion(t *testing.T) {
+	t.Parallel()
+	if revision == "" && os.Getenv("CI") == "" {
+		t.Skip("not built from a git checkout: no revision to stamp")
+	}
+	require.NotEmpty(t, revision, "CI builds from a git checkout")
+	r := run(t, t.TempDir(), nil, "version")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "module:   github.com/subsync/subsync")
+	require.Regexp(t, `(?m)^revision: `+revision+`( |$)`, r.stdout)
+	require.Contains(t, r.stdout, "subsync dev-"+revision[:12])
 }
