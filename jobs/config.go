@@ -22,7 +22,7 @@ const (
 	LeaseTTLDefault         = 30 * time.Second
 	PollIntervalDefault     = 500 * time.Millisecond
 	StatusOverlapDefault    = 10 * time.Minute
-	FingerprintFlushDefault = 500_000
+	FingerprintFlushDefault = 250_000
 	// TimeZoneDefault is the zone a schedule with no time zone is read in.
 	TimeZoneDefault = "UTC"
 	// SQLiteFile is the name of the embedded database in Config.DataDir.
@@ -94,8 +94,9 @@ type Config struct {
 	LeaseTTL time.Duration
 	// PollInterval is how often Wait reads a run's progress.
 	PollInterval time.Duration
-	// FingerprintFlush is how many delta fingerprints (16 bytes each) a run holds before
-	// saving them; they are also saved when the run ends.
+	// FingerprintFlush is how many delta fingerprints (24 bytes each) a run holds before
+	// saving them; they are also saved when the run ends. Each save rewrites the list's
+	// stored fingerprints, so a smaller value costs more saves for less memory.
 	FingerprintFlush int
 }
 

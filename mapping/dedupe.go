@@ -84,9 +84,19 @@ func (d *Deduper) Duplicates() int64 { return d.dups }
 // Len returns how many distinct addresses the Deduper has seen.
 func (d *Deduper) Len() int { return d.seen.n }
 
-// hashSet is a set of 64-bit hashes with open addressing and linear probing: 8 bytes a slot,
-// at most 3/4 full, so 11 to 21 bytes an address (a Go map takes about 38).
+// hashSet is a set of 64-bit hashes: hashShards tables by the hash's top bits, each with
+// open addressing and linear probing, 8 bytes a slot, at most 3/4 full, so 11 to 21 bytes an
+// address (a Go map takes about 38). Each table grows on its own, so growing holds the old and
+// new slots of one table at a time, not of the whole set.
 type hashSet struct {
+	shards [hashShards]hashTable
+	n      int
+}
+
+// hashShards is how many tables a hashSet is split into (by the top 6 bits of a hash).
+const hashShards = 64
+
+type hashTable struct {
 	slots []uint64 // 0 marks a free slot; the hash 0 is stored as 1
 	n     int
 }
@@ -96,34 +106,51 @@ func (s *hashSet) add(h uint64) bool {
 	if h == 0 {
 		h = 1
 	}
-	if (s.n+1)*4 > len(s.slots)*3 {
-		s.grow()
+	if !s.shards[h>>58].add(h) {
+		return false
 	}
-	mask := uint64(len(s.slots) - 1)
+	s.n++
+	return true
+}
+
+// slots is how many slots the set's tables have in all.
+func (s *hashSet) slots() int {
+	n := 0
+	for i := range s.shards {
+		n += len(s.shards[i].slots)
+	}
+	return n
+}
+
+func (t *hashTable) add(h uint64) bool {
+	if (t.n+1)*4 > len(t.slots)*3 {
+		t.grow()
+	}
+	mask := uint64(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		switch s.slots[i] {
+		switch t.slots[i] {
 		case h:
 			return false
 		case 0:
-			s.slots[i] = h
-			s.n++
+			t.slots[i] = h
+			t.n++
 			return true
 		}
 	}
 }
 
-func (s *hashSet) grow() {
-	old := s.slots
-	s.slots = make([]uint64, max(1024, 2*len(old)))
-	mask := uint64(len(s.slots) - 1)
+func (t *hashTable) grow() {
+	old := t.slots
+	t.slots = make([]uint64, max(64, 2*len(old)))
+	mask := uint64(len(t.slots) - 1)
 	for _, h := range old {
 		if h == 0 {
 			continue
 		}
 		i := h & mask
-		for s.slots[i] != 0 {
+		for t.slots[i] != 0 {
 			i = (i + 1) & mask
 		}
-		s.slots[i] = h
+		t.slots[i] = h
 	}
 }

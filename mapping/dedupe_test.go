@@ -1,6 +1,8 @@
 package mapping
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -85,5 +87,34 @@ func TestHashSet(t *testing.T) {
 		ref[h] = true
 	}
 	require.Equal(t, len(ref), s.n)
-	require.LessOrEqual(t, s.n*4, len(s.slots)*3, "at most 3/4 full")
+	for _, sh := range s.shards {
+		require.LessOrEqual(t, sh.n*4, len(sh.slots)*3, "at most 3/4 full")
+	}
+}
+
+// TestDeduperGrowsInSteps: the set of a run's e-mails grows with the run (11 to 21 bytes an
+// address), and growing never holds a copy of the whole set beside the new one. Not
+// parallel: it counts the bytes the process allocates.
+func TestDeduperGrowsInSteps(t *testing.T) {
+	const n = 400_000
+	emails := make([]string, n)
+	for i := range emails {
+		emails[i] = fmt.Sprintf("p%d@example.com", i)
+	}
+	d := NewDeduper(DuplicatesLast)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	last := ms.TotalAlloc
+	for i, e := range emails {
+		require.False(t, d.Observe(e))
+		if i%500 == 499 {
+			runtime.ReadMemStats(&ms)
+			grew := ms.TotalAlloc - last
+			last = ms.TotalAlloc
+			if i >= 50_000 {
+				require.Less(t, grew, uint64(4*(i+1)), "bytes allocated by the 500 adds up to %d", i+1)
+			}
+		}
+	}
+	require.Equal(t, n, d.Len())
 }

@@ -58,11 +58,20 @@ func EmailHash(email string) uint64 {
 // Lookup only reads what was loaded, so it may run concurrently with Add and
 // SaveFingerprints; Add and SaveFingerprints must not run concurrently with each other.
 type FingerprintSet struct {
-	listID  int64
-	loaded  [][]byte // per bucket: sorted entries as stored; nil when empty
-	n       int
-	pending []Fingerprint
+	listID   int64
+	loaded   [][]byte // per bucket: sorted entries as stored; nil when empty
+	n        int
+	pending  [][][]Fingerprint // per bucket: blocks of pendingBlock entries, in the order added
+	npending int
+	free     [][]Fingerprint // emptied blocks, for the next ones added
+	scratch  []Fingerprint   // one bucket's entries, sorted, while saving
 }
+
+// pendingBlock is how many fingerprints a block of the pending ones holds (768 bytes). The
+// pending fingerprints are kept by bucket in blocks, so that saving them sorts one bucket at a
+// time in place of the whole set into a copy, and adding them never copies a large array: at
+// most a partly filled block per bucket is unused.
+const pendingBlock = 32
 
 // NewFingerprintSet returns an empty set for the list, for a run that only records
 // fingerprints (an import) and need not read the stored ones.
@@ -77,7 +86,7 @@ func (f *FingerprintSet) ListID() int64 { return f.listID }
 func (f *FingerprintSet) Len() int { return f.n }
 
 // Pending is how many fingerprints were added and not yet saved.
-func (f *FingerprintSet) Pending() int { return len(f.pending) }
+func (f *FingerprintSet) Pending() int { return f.npending }
 
 // Lookup returns the fingerprint stored for an e-mail hash when the set was loaded.
 //
@@ -134,7 +143,73 @@ var touchSink atomic.Uint64
 
 // Add records the fingerprint of an acknowledged row, to be written by SaveFingerprints.
 // For an e-mail added twice, the later one wins.
-func (f *FingerprintSet) Add(fp Fingerprint) { f.pending = append(f.pending, fp) }
+func (f *FingerprintSet) Add(fp Fingerprint) {
+	if f.pending == nil {
+		f.pending = make([][][]Fingerprint, FingerprintBuckets)
+	}
+	b := bucketOf(fp.Email)
+	blocks := f.pending[b]
+	if len(blocks) == 0 || len(blocks[len(blocks)-1]) == pendingBlock {
+		var blk []Fingerprint
+		if n := len(f.free); n > 0 {
+			blk, f.free = f.free[n-1], f.free[:n-1]
+		} else {
+			blk = make([]Fingerprint, 0, pendingBlock)
+		}
+		blocks = append(blocks, blk)
+	}
+	blocks[len(blocks)-1] = append(blocks[len(blocks)-1], fp)
+	f.pending[b] = blocks
+	f.npending++
+}
+
+// sortedPending returns the fingerprints pending in bucket b sorted by e-mail hash, the later
+// of two for an e-mail last, in f.scratch (valid until the next call).
+func (f *FingerprintSet) sortedPending(b int) []Fingerprint {
+	f.scratch = f.scratch[:0]
+	if f.pending != nil {
+		for _, blk := range f.pending[b] {
+			f.scratch = append(f.scratch, blk...)
+		}
+	}
+	slices.SortFunc(f.scratch, byEmail)
+	for i := 1; i < len(f.scratch); i++ {
+		if f.scratch[i].Email == f.scratch[i-1].Email {
+			// An e-mail added twice (rare): sort again, stably, from the order added.
+			f.scratch = f.scratch[:0]
+			for _, blk := range f.pending[b] {
+				f.scratch = append(f.scratch, blk...)
+			}
+			slices.SortStableFunc(f.scratch, byEmail)
+			break
+		}
+	}
+	return f.scratch
+}
+
+// allPending returns every pending fingerprint sorted by e-mail hash, the later of two for an
+// e-mail last (a few: the recent changes).
+func (f *FingerprintSet) allPending() []Fingerprint {
+	out := make([]Fingerprint, 0, f.npending)
+	for b := range FingerprintBuckets {
+		out = append(out, f.sortedPending(b)...)
+	}
+	return out
+}
+
+// clearPending forgets the pending fingerprints, keeping their blocks for the next ones.
+func (f *FingerprintSet) clearPending() {
+	for b, blocks := range f.pending {
+		for _, blk := range blocks {
+			f.free = append(f.free, blk[:0])
+		}
+		clear(blocks)
+		f.pending[b] = blocks[:0]
+	}
+	f.npending = 0
+}
+
+func byEmail(a, b Fingerprint) int { return cmp.Compare(a.Email, b.Email) }
 
 // LoadFingerprints reads the stored fingerprints of a list: its buckets, with the recent
 // changes (see SaveFingerprints) merged in.
@@ -224,29 +299,27 @@ const (
 // it. A fingerprint lost (a crash before the save) only makes the next sync send that row
 // again.
 func (s *Store) SaveFingerprints(ctx context.Context, f *FingerprintSet) error {
-	if len(f.pending) == 0 {
+	if f.npending == 0 {
 		return nil
 	}
-	// In key order; stable, so that the later of two entries for an e-mail comes last.
-	f.pending = radixSort(f.pending)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var recent int
 		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_fingerprint_recent WHERE list_id = $1",
 			f.listID).Scan(&recent); err != nil {
 			return err
 		}
-		if recent+len(f.pending) <= max(recentMin, f.n/recentShare) {
-			return s.saveRecent(ctx, tx, f.listID, f.pending)
+		if recent+f.npending <= max(recentMin, f.n/recentShare) {
+			return s.saveRecent(ctx, tx, f.listID, f.allPending())
 		}
-		changes := f.pending
+		var old []Fingerprint // the recent changes, older than the pending ones
 		if recent > 0 {
-			old, err := recentFingerprints(ctx, tx, f.listID)
-			if err != nil {
+			var err error
+			if old, err = recentFingerprints(ctx, tx, f.listID); err != nil {
 				return err
 			}
-			changes = radixSort(append(old, f.pending...)) // the pending ones are newer: last
+			old = radixSort(old)
 		}
-		if err := saveBuckets(ctx, tx, f.listID, changes); err != nil {
+		if err := saveBuckets(ctx, tx, f, old); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, "DELETE FROM subsync_fingerprint_recent WHERE list_id = $1", f.listID)
@@ -255,7 +328,7 @@ func (s *Store) SaveFingerprints(ctx context.Context, f *FingerprintSet) error {
 	if err != nil {
 		return fmt.Errorf("save fingerprints of list %d: %w", f.listID, err)
 	}
-	f.pending = f.pending[:0]
+	f.clearPending()
 	return nil
 }
 
@@ -287,9 +360,9 @@ func (s *Store) saveRecent(ctx context.Context, tx *sql.Tx, listID int64, fps []
 	return nil
 }
 
-// saveBuckets merges sorted fingerprints (later duplicates winning) into the buckets they
-// fall in.
-func saveBuckets(ctx context.Context, tx *sql.Tx, listID int64, fps []Fingerprint) error {
+// saveBuckets merges the recent changes old (sorted by e-mail hash, later duplicates winning)
+// and then the pending fingerprints of f into the buckets they fall in, one bucket at a time.
+func saveBuckets(ctx context.Context, tx *sql.Tx, f *FingerprintSet, old []Fingerprint) error {
 	get, err := tx.PrepareContext(ctx, "SELECT data FROM subsync_fingerprint WHERE list_id = $1 AND bucket = $2")
 	if err != nil {
 		return err
@@ -301,22 +374,29 @@ ON CONFLICT (list_id, bucket) DO UPDATE SET data = excluded.data`)
 		return err
 	}
 	defer put.Close()
-	var merged []byte
-	for start := 0; start < len(fps); {
-		bucket := bucketOf(fps[start].Email)
-		end := start + 1
-		for end < len(fps) && bucketOf(fps[end].Email) == bucket {
+	var merged, stored []byte
+	for bucket := range FingerprintBuckets {
+		end := 0
+		for end < len(old) && bucketOf(old[end].Email) == bucket {
 			end++
 		}
-		var stored []byte
-		if err := get.QueryRowContext(ctx, listID, bucket).Scan(&stored); err != nil && err != sql.ErrNoRows {
+		fresh := old[:end]
+		old = old[end:]
+		if len(fresh) == 0 && (f.pending == nil || len(f.pending[bucket]) == 0) {
+			continue
+		}
+		stored = stored[:0]
+		if err := get.QueryRowContext(ctx, f.listID, bucket).Scan(&stored); err != nil && err != sql.ErrNoRows {
 			return err
 		}
-		merged = mergeBucket(merged[:0], stored, fps[start:end])
-		if _, err := put.ExecContext(ctx, listID, bucket, merged); err != nil {
+		if len(fresh) > 0 {
+			merged = mergeBucket(merged[:0], stored, fresh)
+			stored = append(stored[:0], merged...)
+		}
+		merged = mergeBucket(merged[:0], stored, f.sortedPending(bucket))
+		if _, err := put.ExecContext(ctx, f.listID, bucket, merged); err != nil {
 			return err
 		}
-		start = end
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -933,4 +934,56 @@ func TestFingerprintRecentChanges(t *testing.T) {
 func lookup(f *state.FingerprintSet, email uint64) (uint64, bool) {
 	fp, ok := f.Lookup(email)
 	return fp.Payload, ok
+}
+
+// TestFingerprintMemory: holding and saving the fingerprints of a large run (an import of a
+// million rows holds up to jobs.FingerprintFlushDefault of them) costs about what they are,
+// 24 bytes each: adding them does not copy them as they grow, and saving them does not copy
+// them all to sort them (one bucket at a time). Not parallel: it counts the bytes the process
+// allocates.
+func TestFingerprintMemory(t *testing.T) {
+	s := newSQLite(t)
+	ctx := context.Background()
+	const n = 400_000
+	const size = n * 24
+	emails := make([]uint64, n)
+	for i := range emails {
+		emails[i] = state.EmailHash("p" + strconv.Itoa(i) + "@example.com")
+	}
+	allocated := func(fn func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		fn()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	set := state.NewFingerprintSet(1)
+	add := allocated(func() {
+		for i, e := range emails {
+			set.Add(state.Fingerprint{Email: e, Payload: uint64(i), Source: uint64(i)})
+		}
+	})
+	t.Logf("adding %d fingerprints (%d bytes) allocated %d bytes", n, size, add)
+	require.Less(t, add, uint64(size)*3/2, "adding")
+	save := allocated(func() { require.NoError(t, s.SaveFingerprints(ctx, set)) })
+	// The driver copies each bucket's data as it writes it (transient: one bucket at a time).
+	t.Logf("saving them allocated %d bytes", save)
+	require.Less(t, save, uint64(size), "saving")
+
+	// Kept for the next ones: a second round allocates next to nothing for them.
+	again := allocated(func() {
+		for i, e := range emails {
+			set.Add(state.Fingerprint{Email: e, Payload: uint64(i) + 1, Source: uint64(i)})
+		}
+	})
+	require.Less(t, again, uint64(size)/10, "adding after a save")
+	require.NoError(t, s.SaveFingerprints(ctx, set))
+	loaded, err := s.LoadFingerprints(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, n, loaded.Len())
+	for i, e := range emails {
+		fp, ok := loaded.Lookup(e)
+		require.True(t, ok)
+		require.Equal(t, state.Fingerprint{Email: e, Payload: uint64(i) + 1, Source: uint64(i)}, fp)
+	}
 }

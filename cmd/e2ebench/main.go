@@ -99,12 +99,15 @@ type childResult struct {
 	// CPUSeconds is the CPU time (user and system) of the process from queueing to the run's
 	// completion: a measure of the work that does not depend on what else the machine runs.
 	CPUSeconds float64 `json:"cpu_seconds"`
-	Error      string  `json:"error,omitempty"`
-	Requests   int64   `json:"requests"`
+	// GCCPUSeconds is the share of it the garbage collector took (runtime/metrics' estimate).
+	GCCPUSeconds float64 `json:"gc_cpu_seconds"`
+	Error        string  `json:"error,omitempty"`
+	Requests     int64   `json:"requests"`
 }
 
 func main() {
 	if raw := os.Getenv(childEnv); raw != "" {
+		jobs.TuneGC() // as the subsync binary does
 		os.Exit(child(raw))
 	}
 	rows := flag.Int("rows", 1_000_000, "contacts to generate")
@@ -172,8 +175,9 @@ func run(n int, formats []string, dir string, inFlight, batches int) error {
 			fmt.Printf("\n%-6s %14s %14s %8s %17s\n", "format", "raw rows/s", "subsync rows/s", "ratio", "subsync peak RSS")
 			header = true
 		}
-		fmt.Printf("%-6s %14.0f %14.0f %7.0f%% %14.0f MB   (raw %.2fs, subsync %.2fs queued to completed, %.2fs with client stop, %.2fs CPU)\n",
-			format, rawRate, rate, 100*rate/rawRate, float64(res.VmHWMkB)/1024, rawSecs, res.Seconds, res.TotalSeconds, res.CPUSeconds)
+		fmt.Printf("%-6s %14.0f %14.0f %7.0f%% %14.0f MB   (raw %.2fs, subsync %.2fs queued to completed, %.2fs with client stop, %.2fs CPU of which GC %.2fs)\n",
+			format, rawRate, rate, 100*rate/rawRate, float64(res.VmHWMkB)/1024, rawSecs, res.Seconds, res.TotalSeconds, res.CPUSeconds,
+			res.GCCPUSeconds)
 		if latency > 0 {
 			// With a round trip of at least the latency, the batches in flight bound the rate.
 			bound := float64(sink.MaxBatchRows*batches) / latency.Seconds()
@@ -444,7 +448,7 @@ func child(raw string) int {
 		return 0
 	}
 	defer rt.Close()
-	start, cpu0 := time.Now(), cpuSeconds()
+	start, cpu0, gc0 := time.Now(), cpuSeconds(), gcCPUSeconds()
 	var id int64
 	if c.Sync {
 		id, err = rt.EnqueueSync(ctx, "bench", false)
@@ -459,6 +463,7 @@ func child(raw string) int {
 		if p.State == "completed" && res.Seconds == 0 {
 			res.Seconds = time.Since(start).Seconds()
 			res.CPUSeconds = cpuSeconds() - cpu0
+			res.GCCPUSeconds = gcCPUSeconds() - gc0
 		}
 	})
 	res.TotalSeconds = time.Since(start).Seconds()
@@ -528,15 +533,16 @@ func runDelta(n int, dir string, inFlight, batches int) error {
 			return fmt.Errorf("second sync: contact %d was not updated", i)
 		}
 	}
-	fmt.Printf("\n%-14s %12s %10s %10s %10s %12s %15s\n", "run", "rows/s", "sent", "unchanged", "seconds", "CPU seconds", "peak RSS")
+	fmt.Printf("\n%-14s %12s %10s %10s %10s %12s %8s %15s\n", "run", "rows/s", "sent", "unchanged", "seconds", "CPU seconds", "of GC", "peak RSS")
 	for _, r := range []struct {
 		name string
 		res  childResult
 	}{{"first sync", first}, {"second sync", second}} {
-		fmt.Printf("%-14s %12.0f %10d %10d %10.2f %12.2f %12.0f MB\n", r.name, float64(r.res.Rows)/r.res.Seconds,
-			r.res.Sent, r.res.Unchanged, r.res.Seconds, r.res.CPUSeconds, float64(r.res.VmHWMkB)/1024)
+		fmt.Printf("%-14s %12.0f %10d %10d %10.2f %12.2f %8.2f %12.0f MB\n", r.name, float64(r.res.Rows)/r.res.Seconds,
+			r.res.Sent, r.res.Unchanged, r.res.Seconds, r.res.CPUSeconds, r.res.GCCPUSeconds, float64(r.res.VmHWMkB)/1024)
 	}
-	fmt.Printf("\nthe second sync took %.0f%% of the first's time (queued to completed)\n", 100*second.Seconds/first.Seconds)
+	fmt.Printf("\nthe second sync took %.0f%% of the first's time (queued to completed), %.0f%% of its CPU time\n",
+		100*second.Seconds/first.Seconds, 100*second.CPUSeconds/first.CPUSeconds)
 	return nil
 }
 
@@ -607,6 +613,16 @@ func cpuSeconds() float64 {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// gcCPUSeconds is the CPU time the garbage collector used so far (an estimate of the runtime's).
+func gcCPUSeconds() float64 {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return s[0].Value.Float64()
 }
 
 // vmHWM is the peak resident set size of this process in kB (Linux).

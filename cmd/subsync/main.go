@@ -10,9 +10,11 @@ import (
 	_ "time/tzdata" // schedules' time zones work on hosts without a zoneinfo database
 
 	"github.com/subsync/subsync/cli"
+	"github.com/subsync/subsync/jobs"
 )
 
 func main() {
+	jobs.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first signal asks the command to stop cleanly (a worker finishes or pauses its runs,
 	// import --wait cancels its job); a second one ends the process at once.

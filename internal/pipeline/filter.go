@@ -132,20 +132,12 @@ func (f *filter) check(c *chunk, row *mapping.Row, values []string) (send, dup, 
 // The stored fingerprint's key was the hash of the mapped e-mail, so a hit also says that the
 // raw e-mail, trimmed and lower-cased, is the mapped one: the deduper gets it as it would.
 func (f *filter) resolve(ctx context.Context, c *chunk) error {
-	n := len(c.cands)
-	c.candKeys = slices.Grow(c.candKeys[:0], n)[:n]
-	c.candFPs = slices.Grow(c.candFPs[:0], n)[:n]
-	c.known = slices.Grow(c.known[:0], n)[:n]
-	for i := range c.cands {
-		c.candKeys[i] = c.cands[i].key
-	}
-	f.fps.LookupBatch(c.candKeys, c.candFPs, c.known)
 	if err := f.refreshSuppressions(ctx); err != nil {
 		return err
 	}
 	for i := range c.cands {
 		cd := &c.cands[i]
-		if c.known[i] && c.candFPs[i].Source == cd.src && f.unchanged(c, cd) {
+		if c.candHit[i] && c.candFPs[i].Source == cd.src && f.unchanged(c, cd) {
 			continue
 		}
 		row := c.mapRow(f.mapper, &cd.rec)

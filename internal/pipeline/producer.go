@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/subsync/subsync/mapping"
@@ -21,6 +22,7 @@ import (
 type producer struct {
 	reader   sources.Reader
 	mapper   *mapping.Mapper
+	fps      *state.FingerprintSet
 	workers  int
 	filter   *filter
 	stopping <-chan struct{}
@@ -34,7 +36,7 @@ type producer struct {
 }
 
 func newProducer(cfg Config, f *filter) *producer {
-	p := &producer{reader: cfg.Reader, mapper: cfg.Mapper, workers: cfg.MapWorkers, filter: f,
+	p := &producer{reader: cfg.Reader, mapper: cfg.Mapper, fps: cfg.Fingerprints, workers: cfg.MapWorkers, filter: f,
 		stopping: cfg.Stopping, free: make(chan *chunk, 4)}
 	p.setSourceHash(cfg.Reader.Header())
 	p.fast = cfg.Delta && cfg.Held == nil && cfg.Fingerprints.Len() > 0 && p.emailCol >= 0
@@ -248,9 +250,26 @@ func (p *producer) mapChunk(c *chunk) {
 			c.vals = append(c.vals, rec.Values)
 		}
 	}
+	if p.fast {
+		p.lookup(c)
+	}
 	clear(c.before) // drop the records
 	clear(c.recs)
 	c.before, c.recs = c.before[:0], c.recs[:0]
+}
+
+// lookup finds the fingerprints stored for the chunk's candidates, on the mapper's goroutine
+// (FingerprintSet.Lookup reads only what was loaded), so that filter.resolve, which runs on
+// one goroutine for all chunks, is left with what must be done in order.
+func (p *producer) lookup(c *chunk) {
+	n := len(c.cands)
+	c.candKeys = slices.Grow(c.candKeys[:0], n)[:n]
+	c.candFPs = slices.Grow(c.candFPs[:0], n)[:n]
+	c.candHit = slices.Grow(c.candHit[:0], n)[:n]
+	for i := range c.cands {
+		c.candKeys[i] = c.cands[i].key
+	}
+	p.fps.LookupBatch(c.candKeys, c.candFPs, c.candHit)
 }
 
 // sourceHash is the hash of a record's mapped columns (with the mapping's fingerprint and the
