@@ -119,6 +119,8 @@ type childResult struct {
 	Bulkinserts int64   `json:"bulkinserts"`
 	BulkSeconds float64 `json:"bulk_seconds"`
 	BulkSpan    float64 `json:"bulk_span"`
+	// Timings are the engine's "pipeline timings" (seconds by name; window is its size).
+	Timings map[string]float64 `json:"timings,omitempty"`
 }
 
 func main() {
@@ -206,6 +208,15 @@ func run(n int, formats []string, dir string, inFlight, batches, runs int) error
 					latency, batches, bound, batches, 1000*raw.roundTrip, float64(sink.MaxBatchRows*batches)/latency.Seconds(), rate/bound,
 					res.BulkSpan, float64(res.Sent)/res.BulkSpan, float64(res.Sent)/res.BulkSpan/bound,
 					1000*rtt, 100*res.BulkSeconds/(float64(batches)*res.BulkSpan))
+			}
+			if tm := res.Timings; tm["total"] > 0 {
+				slots := tm["window"] * tm["total"]
+				fmt.Printf("       the engine's %.2fs: its %.0f slots were sending %.0f%%, acknowledged and waiting for an earlier batch %.0f%%, "+
+					"covered and waiting for their checkpoint %.0f%%, empty %.0f%% of the time; it waited %.2fs for rows, %.2fs for the window\n",
+					tm["total"], tm["window"], 100*tm["slots_sending"]/slots, 100*tm["slots_acked_waiting_for_earlier"]/slots,
+					100*tm["slots_acked_waiting_for_checkpoint"]/slots,
+					100*(slots-tm["slots_sending"]-tm["slots_acked_waiting_for_earlier"]-tm["slots_acked_waiting_for_checkpoint"])/slots,
+					tm["waiting_for_rows"], tm["waiting_for_window"])
 			}
 		}
 		if runs > 1 {
@@ -497,7 +508,7 @@ func child(raw string) int {
 	cfg := jobs.Config{
 		DataDir: c.DataDir, BatchesInFlight: c.BatchesInFlight, PollInterval: 25 * time.Millisecond,
 		FingerprintFlush: c.FingerprintFlush,
-		Logger:           slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
+		Logger:           slog.New(&timingsHandler{Handler: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}), into: &res.Timings}),
 		Sink: sink.Config{BaseURL: c.SinkURL, UserID: benchUser, APIKey: benchKey, RequestsPerSecond: -1,
 			MaxInFlight: c.InFlight, Observer: bulk.observe},
 	}
@@ -535,6 +546,42 @@ func child(raw string) int {
 	res.Rows, res.Sent, res.Unchanged, res.Requests = run.Counts.Read, run.Counts.Sent, run.Counts.Unchanged, run.Counts.Requests
 	res.Bulkinserts, res.BulkSeconds, res.BulkSpan = bulk.result()
 	return 0
+}
+
+// timingsHandler passes records on to Handler and keeps the engine's "pipeline timings".
+type timingsHandler struct {
+	slog.Handler
+	into *map[string]float64
+}
+
+func (h *timingsHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *timingsHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "pipeline timings" {
+		m := map[string]float64{}
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Value.Kind() {
+			case slog.KindDuration:
+				m[a.Key] = a.Value.Duration().Seconds()
+			case slog.KindInt64:
+				m[a.Key] = float64(a.Value.Int64())
+			}
+			return true
+		})
+		*h.into = m
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *timingsHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &timingsHandler{Handler: h.Handler.WithAttrs(as), into: h.into}
+}
+
+func (h *timingsHandler) WithGroup(name string) slog.Handler {
+	return &timingsHandler{Handler: h.Handler.WithGroup(name), into: h.into}
 }
 
 // bulkStats sums the round trips of the bulkinsert requests the client makes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,4 +73,44 @@ func TestBatcherGroupsAndWindow(t *testing.T) {
 		}
 	}
 	require.Zero(t, unsub, "the unsubscribed batch was acknowledged and released")
+}
+
+// TestWindowSlotTimes: the engine accounts for where its window's slots spent their time
+// (the "pipeline timings" a benchmark reads): every batch's time from sent to freed is
+// sending, acknowledged waiting for an earlier batch, or covered waiting for its checkpoint,
+// and the slots together never spend more than the window's size times the run.
+func TestWindowSlotTimes(t *testing.T) {
+	t.Parallel()
+	sender := &holdingSender{calls: make(chan heldCall)}
+	r := people(4000, nil)
+	for _, row := range r.rows {
+		row[1] = "ja" // one status group: four full batches
+	}
+	cfg, _ := stubConfig(t, r, sender)
+	cfg.Window = 2
+	e, err := New(cfg)
+	require.NoError(t, err)
+	started := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(context.Background(), 0) }()
+
+	// The batches are answered in pairs, the second of each pair first, so that the first
+	// holds it back.
+	var held time.Duration
+	for range 2 {
+		first := <-sender.calls
+		t0 := time.Now()
+		second := <-sender.calls
+		second.answer <- nil
+		first.answer <- nil
+		held += time.Since(t0)
+	}
+	runErr := <-done
+	require.NoError(t, runErr)
+	elapsed := time.Since(started)
+	s := e.bat.slots
+	require.Equal(t, 4, e.bat.seq)
+	require.GreaterOrEqual(t, s.Sending, held, "a batch is sending from its request until its answer")
+	require.Positive(t, s.WaitingForEarlier, "the second of a pair waited for the first")
+	require.LessOrEqual(t, s.Sending+s.WaitingForEarlier+s.WaitingForCheckpoint, time.Duration(cfg.Window)*elapsed)
 }

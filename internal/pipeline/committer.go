@@ -175,7 +175,7 @@ func (c *committer) countBatch(u *commitUnit, b *batch, w int64) {
 	}
 	b.counted = k
 	if k == len(b.ords) {
-		b.committed = true
+		b.committed, b.coveredAt = true, time.Now()
 		u.batches = append(u.batches, b)
 	}
 }
