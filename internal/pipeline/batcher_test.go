@@ -114,3 +114,46 @@ func TestWindowSlotTimes(t *testing.T) {
 	require.Positive(t, s.WaitingForEarlier, "the second of a pair waited for the first")
 	require.LessOrEqual(t, s.Sending+s.WaitingForEarlier+s.WaitingForCheckpoint, time.Duration(cfg.Window)*elapsed)
 }
+
+// TestAcknowledgementFreesSlotWhenHandled: when the engine waits for the window and no
+// checkpoint is being written, handling an acknowledgement writes the checkpoint that covers
+// the batch and frees its slot, without waiting for another goroutine.
+func TestAcknowledgementFreesSlotWhenHandled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sender := &holdingSender{calls: make(chan heldCall, 1)}
+	r := people(1000, nil)
+	for _, row := range r.rows {
+		row[1] = "ja" // one status group: one full batch
+	}
+	cfg, store := stubConfig(t, r, sender)
+	cfg.Window = 1
+	e, err := New(cfg)
+	require.NoError(t, err)
+	e.com.start(ctx, 0)
+	defer func() {
+		e.bat.close()
+		require.NoError(t, e.com.close())
+	}()
+	c := newChunk(0)
+	for range 1000 {
+		rec, err := r.Next(ctx)
+		require.NoError(t, err)
+		c.recs = append(c.recs, rec)
+	}
+	e.prod.mapChunk(c)
+	require.NoError(t, e.filt.run(ctx, c))
+	e.lastRead = 1000
+	for i := range c.rows {
+		require.NoError(t, e.bat.add(ctx, c, i))
+	}
+	require.Len(t, e.bat.window, 1, "the full batch is sent")
+	call := <-sender.calls
+	call.answer <- nil
+
+	require.NoError(t, e.waitEvent(ctx)) // the acknowledgement
+	require.Empty(t, e.bat.window, "the slot is free")
+	counts, pos, _ := store.total()
+	require.Equal(t, int64(1000), pos)
+	require.Equal(t, int64(1000), counts.Sent)
+}
