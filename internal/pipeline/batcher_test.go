@@ -82,14 +82,7 @@ func TestBatcherGroupsAndWindow(t *testing.T) {
 func TestWindowSlotTimes(t *testing.T) {
 	t.Parallel()
 	sender := &holdingSender{calls: make(chan heldCall)}
-	r := people(4000, nil)
-	for _, row := range r.rows {
-		row[1] = "ja" // one status group: four full batches
-	}
-	cfg, _ := stubConfig(t, r, sender)
-	cfg.Window = 2
-	e, err := New(cfg)
-	require.NoError(t, err)
+	e, cfg, _, _ := oneGroupEngine(t, 4000, 2, sender) // four full batches
 	started := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- e.Run(context.Background(), 0) }()
@@ -122,14 +115,7 @@ func TestAcknowledgementFreesSlotWhenHandled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	sender := &holdingSender{calls: make(chan heldCall, 1)}
-	r := people(1000, nil)
-	for _, row := range r.rows {
-		row[1] = "ja" // one status group: one full batch
-	}
-	cfg, store := stubConfig(t, r, sender)
-	cfg.Window = 1
-	e, err := New(cfg)
-	require.NoError(t, err)
+	e, _, store, r := oneGroupEngine(t, 1000, 1, sender) // one full batch
 	e.com.start(ctx, 0)
 	defer func() {
 		e.bat.close()
@@ -156,4 +142,19 @@ func TestAcknowledgementFreesSlotWhenHandled(t *testing.T) {
 	counts, pos, _ := store.total()
 	require.Equal(t, int64(1000), pos)
 	require.Equal(t, int64(1000), counts.Sent)
+}
+
+// oneGroupEngine is the engine of a run of n people who all consent (one status group) with
+// the given window.
+func oneGroupEngine(t *testing.T, n, window int, sender Sender) (*Engine, Config, *memStore, *sliceReader) {
+	t.Helper()
+	r := people(n, nil)
+	for _, row := range r.rows {
+		row[1] = "ja"
+	}
+	cfg, store := stubConfig(t, r, sender)
+	cfg.Window = window
+	e, err := New(cfg)
+	require.NoError(t, err)
+	return e, cfg, store, r
 }
