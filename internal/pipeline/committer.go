@@ -25,7 +25,8 @@ const (
 // a batch the service acknowledged), and carries the counts, rejects and fingerprints of
 // exactly the rows it newly covers. Its writer goroutine writes checkpoints queued together
 // in one transaction, and saves the fingerprints of acknowledged rows every FingerprintFlush
-// rows and at the end.
+// rows and at the end; the engine writes a checkpoint itself when it waits for the window and
+// the writer is idle (see advance).
 type committer struct {
 	store    Store
 	log      *slog.Logger
