@@ -3,14 +3,25 @@
 // It generates N contacts (default 1,000,000) as CSV and as XLSX, then for each format:
 //
 //  1. raw: posts the same rows, mapped and pre-encoded as 1000-row bodies before the clock
-//     starts, to a fresh emulator with a minimal client (plain net/http, 4 requests in flight);
+//     starts, to a fresh emulator with a minimal client (plain net/http, -in-flight requests
+//     in flight, 4 by default);
 //  2. subsync: starts a child process (this binary again) that opens the jobs runtime on a
 //     fresh SQLite database, queues the import and works it in-process (Runtime.Wait), as
 //     `subsync import FILE --wait` does, against a fresh emulator with the same settings;
 //     the clock runs from queueing to the run's completion (reading, mapping, checkpoints and
 //     delta fingerprints included);
 //
-// and prints rows/s for both, their ratio, and the peak RSS (VmHWM) of the subsync process.
+// and prints rows/s for both, their ratio, the peak RSS (VmHWM) and CPU seconds of the subsync
+// process, and the CPU seconds of this process (the emulator, and in the raw run the minimal
+// client too) during each: the emulator and subsync share the machine's cores. With -runs N
+// the two are measured in turn N times and the median ratio is printed.
+//
+// With -latency the emulator adds that much to every request and the raw client keeps
+// -batches-in-flight requests in flight: its rate is the bound the batches in flight set (rows
+// per batch × in flight ÷ the round trip it measured). The line below each run prints subsync
+// against that bound, subsync's own mean round trip, and how full it kept its batches in
+// flight (the sum of its requests' round trips ÷ in flight × the time from its first request
+// to its last answer).
 //
 // With -mode delta it measures delta syncs instead: a sync of the generated CSV file into a
 // fresh emulator (every row sent), then, after 1% of the rows changed (their first name), the
@@ -21,7 +32,8 @@
 //	go run ./cmd/e2ebench                      # 1,000,000 rows, csv and xlsx
 //	go run ./cmd/e2ebench -rows 200000 -formats csv
 //	go run ./cmd/e2ebench -mode delta          # 1,000,000 rows, synced twice, 1% changed
-//	go run ./cmd/e2ebench -rows 100000 -formats csv -latency 20ms -batches-in-flight 2
+//	go run ./cmd/e2ebench -formats csv -runs 3   # the raw limit and subsync in turn, three times
+//	go run ./cmd/e2ebench -rows 300000 -formats csv -latency 20ms -batches-in-flight 2 -runs 3
 //	                                           # against a service 20 ms away: the bound the window sets
 //
 // SUBSYNC_E2EBENCH_LOG=info shows the subsync process's log; SUBSYNC_E2EBENCH_CPUPROFILE=file makes the subsync process write a CPU profile;
@@ -48,6 +60,7 @@ import (
 	"path/filepath"
 	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,6 +116,13 @@ type childResult struct {
 	GCCPUSeconds float64 `json:"gc_cpu_seconds"`
 	Error        string  `json:"error,omitempty"`
 	Requests     int64   `json:"requests"`
+	// Bulkinserts, BulkSeconds and BulkSpan are the bulkinsert requests the client made, the
+	// sum of their round trips and the time from the first one's start to the last one's end.
+	Bulkinserts int64   `json:"bulkinserts"`
+	BulkSeconds float64 `json:"bulk_seconds"`
+	BulkSpan    float64 `json:"bulk_span"`
+	// Timings are the engine's "pipeline timings" (seconds by name; window is its size).
+	Timings map[string]float64 `json:"timings,omitempty"`
 }
 
 func main() {
@@ -117,12 +137,13 @@ func main() {
 	batches := flag.Int("batches-in-flight", 4, "subsync's batches sent and not yet checkpointed (jobs.Config.BatchesInFlight)")
 	flag.IntVar(&fpFlush, "fingerprint-flush", 0, "delta fingerprints a run holds before saving them (jobs.Config.FingerprintFlush); 0: the default")
 	mode := flag.String("mode", "import", "import (subsync against the raw limit) or delta (two syncs, 1% changed)")
-	flag.DurationVar(&latency, "latency", 0, "added by the emulator to every request, as a service tens of milliseconds away")
+	flag.DurationVar(&latency, "latency", 0, "added by the emulator to every request, as a service tens of milliseconds away; the raw client then keeps -batches-in-flight requests in flight")
+	runs := flag.Int("runs", 1, "import mode: raw limit and subsync measured in turn this many times; the median ratio is printed")
 	flag.Parse()
 	var err error
 	switch *mode {
 	case "import":
-		err = run(*rows, strings.Split(*formats, ","), *dir, *inFlight, *batches)
+		err = run(*rows, strings.Split(*formats, ","), *dir, *inFlight, *batches, max(1, *runs))
 	case "delta":
 		err = runDelta(*rows, *dir, *inFlight, *batches)
 	default:
@@ -134,7 +155,7 @@ func main() {
 	}
 }
 
-func run(n int, formats []string, dir string, inFlight, batches int) error {
+func run(n int, formats []string, dir string, inFlight, batches, runs int) error {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "e2ebench-*")
 		if err != nil {
@@ -143,8 +164,14 @@ func run(n int, formats []string, dir string, inFlight, batches int) error {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	fmt.Printf("e2ebench: %d contacts, %d requests in flight, subsync batches in flight %d\n", n, inFlight, batches)
-	header := false
+	rawInFlight := inFlight
+	if latency > 0 {
+		// Under latency the raw client keeps as many requests in flight as subsync may have
+		// batches: its rate is rows per batch × in flight ÷ the round trip it measures.
+		rawInFlight = batches
+	}
+	fmt.Printf("e2ebench: %d contacts, raw client %d requests in flight, subsync %d requests and %d batches in flight, latency %s, %d run(s)\n",
+		n, rawInFlight, inFlight, batches, latency, runs)
 	for _, format := range formats {
 		path := filepath.Join(dir, fmt.Sprintf("contacts-%d.%s", n, format))
 		if _, err := os.Stat(path); err != nil {
@@ -154,38 +181,83 @@ func run(n int, formats []string, dir string, inFlight, batches int) error {
 			}
 			fmt.Printf("generated %s in %s\n", path, time.Since(start).Round(time.Millisecond))
 		}
-		bodies, err := encode(path)
-		if err != nil {
-			return fmt.Errorf("encode %s: %w", format, err)
+		fmt.Printf("\n%-6s %3s %11s %11s %6s %8s %9s %9s %8s %9s %9s\n", "format", "run", "raw rows/s", "subsync", "ratio",
+			"peak RSS", "raw s", "subsync s", "CPU s", "emu CPU s", "raw emu")
+		var ratios, bounds []float64
+		for i := range runs {
+			raw, err := rawRun(path, n, rawInFlight)
+			if err != nil {
+				return fmt.Errorf("raw %s: %w", format, err)
+			}
+			cpu0 := cpuSeconds()
+			res, err := subsync(path, dir, inFlight, batches)
+			if err != nil {
+				return fmt.Errorf("subsync %s: %w", format, err)
+			}
+			emuCPU := cpuSeconds() - cpu0 // this process serves only the emulator meanwhile
+			if res.Sent != int64(n) {
+				return fmt.Errorf("subsync %s: sent %d rows, want %d", format, res.Sent, n)
+			}
+			rate := float64(res.Rows) / res.Seconds
+			ratios = append(ratios, rate/raw.rate)
+			fmt.Printf("%-6s %3d %11.0f %11.0f %5.0f%% %5.0f MB %9.2f %9.2f %8.2f %9.2f %9.2f\n", format, i+1, raw.rate, rate,
+				100*rate/raw.rate, float64(res.VmHWMkB)/1024, raw.secs, res.Seconds, res.CPUSeconds, emuCPU, raw.cpu)
+			if latency > 0 {
+				bound := float64(sink.MaxBatchRows*batches) / raw.roundTrip
+				bounds = append(bounds, rate/bound)
+				rtt := res.BulkSeconds / float64(res.Bulkinserts)
+				fmt.Printf("       latency %s, %d in flight: bound %.0f rows/s (1000 × %d ÷ the raw client's mean round trip %.1f ms; %.0f rows/s with the latency alone); subsync %.2f× the bound\n"+
+					"       subsync delivering (first request to last answer, %.2fs): %.0f rows/s, %.2f× the bound; its mean round trip %.1f ms; its batches in flight kept full %.0f%% of that time\n",
+					latency, batches, bound, batches, 1000*raw.roundTrip, float64(sink.MaxBatchRows*batches)/latency.Seconds(), rate/bound,
+					res.BulkSpan, float64(res.Sent)/res.BulkSpan, float64(res.Sent)/res.BulkSpan/bound,
+					1000*rtt, 100*res.BulkSeconds/(float64(batches)*res.BulkSpan))
+			}
+			if tm := res.Timings; tm["total"] > 0 {
+				slots := tm["window"] * tm["total"]
+				fmt.Printf("       the engine's %.2fs: its %.0f slots were sending %.0f%%, acknowledged and waiting for an earlier batch %.0f%%, "+
+					"covered and waiting for their checkpoint %.0f%%, empty %.0f%% of the time; it waited %.2fs for rows, %.2fs for the window\n",
+					tm["total"], tm["window"], 100*tm["slots_sending"]/slots, 100*tm["slots_acked_waiting_for_earlier"]/slots,
+					100*tm["slots_acked_waiting_for_checkpoint"]/slots,
+					100*(slots-tm["slots_sending"]-tm["slots_acked_waiting_for_earlier"]-tm["slots_acked_waiting_for_checkpoint"])/slots,
+					tm["waiting_for_rows"], tm["waiting_for_window"])
+			}
 		}
-		rawRate, rawSecs, err := rawPost(bodies, n, inFlight)
-		if err != nil {
-			return fmt.Errorf("raw %s: %w", format, err)
-		}
-		bodies = nil
-		res, err := subsync(path, dir, inFlight, batches)
-		if err != nil {
-			return fmt.Errorf("subsync %s: %w", format, err)
-		}
-		if res.Sent != int64(n) {
-			return fmt.Errorf("subsync %s: sent %d rows, want %d", format, res.Sent, n)
-		}
-		rate := float64(res.Rows) / res.Seconds
-		if !header {
-			fmt.Printf("\n%-6s %14s %14s %8s %17s\n", "format", "raw rows/s", "subsync rows/s", "ratio", "subsync peak RSS")
-			header = true
-		}
-		fmt.Printf("%-6s %14.0f %14.0f %7.0f%% %14.0f MB   (raw %.2fs, subsync %.2fs queued to completed, %.2fs with client stop, %.2fs CPU of which GC %.2fs)\n",
-			format, rawRate, rate, 100*rate/rawRate, float64(res.VmHWMkB)/1024, rawSecs, res.Seconds, res.TotalSeconds, res.CPUSeconds,
-			res.GCCPUSeconds)
-		if latency > 0 {
-			// With a round trip of at least the latency, the batches in flight bound the rate.
-			bound := float64(sink.MaxBatchRows*batches) / latency.Seconds()
-			fmt.Printf("%-6s latency %s, %d batches in flight: bound %.0f rows/s (rows per batch × in flight ÷ round trip); subsync at %.2f× the bound\n",
-				format, latency, batches, bound, rate/bound)
+		if runs > 1 {
+			fmt.Printf("%-6s median ratio to the raw client over %d runs: %.2f", format, runs, median(ratios))
+			if latency > 0 {
+				fmt.Printf("; to the bound: %.2f", median(bounds))
+			}
+			fmt.Println()
 		}
 	}
 	return nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// rawResult is one raw run: rows/s, seconds, the mean round trip of a request and the CPU
+// seconds of this process meanwhile (the emulator and the minimal client).
+type rawResult struct {
+	rate, secs, roundTrip, cpu float64
+}
+
+// rawRun encodes the file's rows and posts them with the minimal client, inFlight at a time.
+func rawRun(path string, n, inFlight int) (rawResult, error) {
+	bodies, err := encode(path)
+	if err != nil {
+		return rawResult{}, fmt.Errorf("encode: %w", err)
+	}
+	cpu0 := cpuSeconds()
+	r, err := rawPost(bodies, n, inFlight)
+	r.cpu = cpuSeconds() - cpu0
+	return r, err
 }
 
 var (
@@ -332,17 +404,17 @@ func emulator() (*sinktest.Emulator, string, func(), error) {
 	return emu, "http://" + ln.Addr().String() + sinktest.V2Prefix, func() { cancel(); <-done }, nil
 }
 
-// rawPost posts the bodies with plain net/http, inFlight at a time, and returns rows/s.
-func rawPost(bodies [][]byte, n, inFlight int) (float64, float64, error) {
+// rawPost posts the bodies with plain net/http, inFlight at a time.
+func rawPost(bodies [][]byte, n, inFlight int) (rawResult, error) {
 	emu, base, stop, err := emulator()
 	if err != nil {
-		return 0, 0, err
+		return rawResult{}, err
 	}
 	defer stop()
 	list := emu.CreateList("raw")
 	url := base + "/subscribers/bulkinsert?subscriber_list_id=" + strconv.FormatInt(list, 10)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: inFlight}}
-	var next atomic.Int64
+	var next, roundTrips atomic.Int64
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
@@ -357,10 +429,12 @@ func rawPost(bodies [][]byte, n, inFlight int) (float64, float64, error) {
 				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(bodies[i]))
 				req.SetBasicAuth(benchUser, benchKey)
 				req.Header.Set("Content-Type", "application/json")
+				t0 := time.Now()
 				resp, err := client.Do(req)
 				if err == nil {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					_ = resp.Body.Close()
+					roundTrips.Add(int64(time.Since(t0)))
 					if resp.StatusCode != http.StatusOK {
 						err = fmt.Errorf("HTTP %d", resp.StatusCode)
 					}
@@ -375,12 +449,13 @@ func rawPost(bodies [][]byte, n, inFlight int) (float64, float64, error) {
 	wg.Wait()
 	secs := time.Since(start).Seconds()
 	if firstErr != nil {
-		return 0, 0, firstErr
+		return rawResult{}, firstErr
 	}
 	if got := len(emu.ListSubscribers(list)); got != n {
-		return 0, 0, fmt.Errorf("emulator holds %d subscribers, want %d", got, n)
+		return rawResult{}, fmt.Errorf("emulator holds %d subscribers, want %d", got, n)
 	}
-	return float64(n) / secs, secs, nil
+	return rawResult{rate: float64(n) / secs, secs: secs,
+		roundTrip: time.Duration(roundTrips.Load()).Seconds() / float64(len(bodies))}, nil
 }
 
 // subsync runs the import in a child process and returns what it measured.
@@ -432,12 +507,13 @@ func child(raw string) int {
 		defer stop()
 	}
 	ctx := context.Background()
+	var bulk bulkStats
 	cfg := jobs.Config{
 		DataDir: c.DataDir, BatchesInFlight: c.BatchesInFlight, PollInterval: 25 * time.Millisecond,
 		FingerprintFlush: c.FingerprintFlush,
-		Logger:           slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})),
+		Logger:           slog.New(&timingsHandler{Handler: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}), into: &res.Timings}),
 		Sink: sink.Config{BaseURL: c.SinkURL, UserID: benchUser, APIKey: benchKey, RequestsPerSecond: -1,
-			MaxInFlight: c.InFlight},
+			MaxInFlight: c.InFlight, Observer: bulk.observe},
 	}
 	if c.Sync {
 		cfg.Syncs = []jobs.SyncSpec{{Name: "bench", ListID: c.ListID, Source: sources.Config{Path: c.Path}}}
@@ -472,7 +548,73 @@ func child(raw string) int {
 		return 0
 	}
 	res.Rows, res.Sent, res.Unchanged, res.Requests = run.Counts.Read, run.Counts.Sent, run.Counts.Unchanged, run.Counts.Requests
+	res.Bulkinserts, res.BulkSeconds, res.BulkSpan = bulk.result()
 	return 0
+}
+
+// timingsHandler passes records on to Handler and keeps the engine's "pipeline timings".
+type timingsHandler struct {
+	slog.Handler
+	into *map[string]float64
+}
+
+func (h *timingsHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *timingsHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "pipeline timings" {
+		m := map[string]float64{}
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Value.Kind() {
+			case slog.KindDuration:
+				m[a.Key] = a.Value.Duration().Seconds()
+			case slog.KindInt64:
+				m[a.Key] = float64(a.Value.Int64())
+			}
+			return true
+		})
+		*h.into = m
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *timingsHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &timingsHandler{Handler: h.Handler.WithAttrs(as), into: h.into}
+}
+
+func (h *timingsHandler) WithGroup(name string) slog.Handler {
+	return &timingsHandler{Handler: h.Handler.WithGroup(name), into: h.into}
+}
+
+// bulkStats sums the round trips of the bulkinsert requests the client makes.
+type bulkStats struct {
+	mu          sync.Mutex
+	n           int64
+	sum         time.Duration
+	first, last time.Time
+}
+
+func (b *bulkStats) observe(ri sink.ResponseInfo) {
+	if ri.Route != "/subscribers/bulkinsert" {
+		return
+	}
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n == 0 {
+		b.first = now.Add(-ri.Duration)
+	}
+	b.n++
+	b.sum += ri.Duration
+	b.last = now
+}
+
+func (b *bulkStats) result() (int64, float64, float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n, b.sum.Seconds(), b.last.Sub(b.first).Seconds()
 }
 
 // runDelta syncs a generated CSV file of n contacts twice into one emulator, each run in its

@@ -40,6 +40,20 @@ type batcher struct {
 	done     chan struct{} // closed when the run ends: senders stop reporting
 
 	waitWindow time.Duration
+	slots      slotTimes
+}
+
+// slotTimes is where the window's slots spent their time, summed over the batches
+// checkpointed: a slot is taken when its batch is sent and freed when a checkpoint covering
+// its last row is written.
+type slotTimes struct {
+	// Sending: sent until answered.
+	Sending time.Duration
+	// WaitingForEarlier: acknowledged until a checkpoint could cover it, i.e. until every
+	// earlier row was done (an earlier batch still unanswered holds it back).
+	WaitingForEarlier time.Duration
+	// WaitingForCheckpoint: covered until that checkpoint was written and taken back.
+	WaitingForCheckpoint time.Duration
 }
 
 type groupKey struct{ status, statusMobile string }
@@ -65,6 +79,8 @@ type batch struct {
 	counted   int  // the leading rows (ordinals at or below a checkpoint) counted by a checkpoint
 	rejAt     int  // the first of res.Rejects not yet counted
 	committed bool // every row counted: handed to the committer for good
+
+	sentAt, ackedAt, coveredAt time.Time // for slotTimes
 }
 
 func newBatcher(cfg Config, com *committer, wait func(context.Context) error) *batcher {
@@ -204,7 +220,7 @@ func (t *batcher) dispatch(ctx context.Context, b *batch) error {
 	}
 	delete(t.open, b.key)
 	t.seq++
-	b.seq = t.seq
+	b.seq, b.sentAt = t.seq, time.Now()
 	t.window = append(t.window, b)
 	t.nUnacked++
 	for _, e := range b.emails {
@@ -235,14 +251,18 @@ func (t *batcher) acked(b *batch) bool {
 		t.fail(b.err)
 		return false
 	}
-	b.acked = true
+	b.acked, b.ackedAt = true, time.Now()
 	return true
 }
 
 // release takes back the batches a written checkpoint counted to the last row.
 func (t *batcher) release(done []*batch) {
 	t.window = slices.DeleteFunc(t.window, func(b *batch) bool { return b.committed && slices.Contains(done, b) })
+	now := time.Now()
 	for _, b := range done {
+		t.slots.Sending += b.ackedAt.Sub(b.sentAt)
+		t.slots.WaitingForEarlier += b.coveredAt.Sub(b.ackedAt)
+		t.slots.WaitingForCheckpoint += now.Sub(b.coveredAt)
 		if len(t.free) < t.size+2 {
 			clear(b.rows[:cap(b.rows)]) // drop the strings the payloads point at
 			t.free = append(t.free, b)

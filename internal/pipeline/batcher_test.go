@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,4 +73,88 @@ func TestBatcherGroupsAndWindow(t *testing.T) {
 		}
 	}
 	require.Zero(t, unsub, "the unsubscribed batch was acknowledged and released")
+}
+
+// TestWindowSlotTimes: the engine accounts for where its window's slots spent their time
+// (the "pipeline timings" a benchmark reads): every batch's time from sent to freed is
+// sending, acknowledged waiting for an earlier batch, or covered waiting for its checkpoint,
+// and the slots together never spend more than the window's size times the run.
+func TestWindowSlotTimes(t *testing.T) {
+	t.Parallel()
+	sender := &holdingSender{calls: make(chan heldCall)}
+	e, cfg, _, _ := oneGroupEngine(t, 4000, 2, sender) // four full batches
+	started := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(context.Background(), 0) }()
+
+	// The batches are answered in pairs, the second of each pair first, so that the first
+	// holds it back.
+	var held time.Duration
+	for range 2 {
+		first := <-sender.calls
+		t0 := time.Now()
+		second := <-sender.calls
+		second.answer <- nil
+		first.answer <- nil
+		held += time.Since(t0)
+	}
+	runErr := <-done
+	require.NoError(t, runErr)
+	elapsed := time.Since(started)
+	s := e.bat.slots
+	require.Equal(t, 4, e.bat.seq)
+	require.GreaterOrEqual(t, s.Sending, held, "a batch is sending from its request until its answer")
+	require.Positive(t, s.WaitingForEarlier, "the second of a pair waited for the first")
+	require.LessOrEqual(t, s.Sending+s.WaitingForEarlier+s.WaitingForCheckpoint, time.Duration(cfg.Window)*elapsed)
+}
+
+// TestAcknowledgementFreesSlotWhenHandled: when the engine waits for the window and no
+// checkpoint is being written, handling an acknowledgement writes the checkpoint that covers
+// the batch and frees its slot, without waiting for another goroutine.
+func TestAcknowledgementFreesSlotWhenHandled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sender := &holdingSender{calls: make(chan heldCall, 1)}
+	e, _, store, r := oneGroupEngine(t, 1000, 1, sender) // one full batch
+	e.com.start(ctx, 0)
+	defer func() {
+		e.bat.close()
+		require.NoError(t, e.com.close())
+	}()
+	c := newChunk(0)
+	for range 1000 {
+		rec, err := r.Next(ctx)
+		require.NoError(t, err)
+		c.recs = append(c.recs, rec)
+	}
+	e.prod.mapChunk(c)
+	require.NoError(t, e.filt.run(ctx, c))
+	e.lastRead = 1000
+	for i := range c.rows {
+		require.NoError(t, e.bat.add(ctx, c, i))
+	}
+	require.Len(t, e.bat.window, 1, "the full batch is sent")
+	call := <-sender.calls
+	call.answer <- nil
+
+	require.NoError(t, e.waitEvent(ctx)) // the acknowledgement
+	require.Empty(t, e.bat.window, "the slot is free")
+	counts, pos, _ := store.total()
+	require.Equal(t, int64(1000), pos)
+	require.Equal(t, int64(1000), counts.Sent)
+}
+
+// oneGroupEngine is the engine of a run of n people who all consent (one status group) with
+// the given window.
+func oneGroupEngine(t *testing.T, n, window int, sender Sender) (*Engine, Config, *memStore, *sliceReader) {
+	t.Helper()
+	r := people(n, nil)
+	for _, row := range r.rows {
+		row[1] = "ja"
+	}
+	cfg, store := stubConfig(t, r, sender)
+	cfg.Window = window
+	e, err := New(cfg)
+	require.NoError(t, err)
+	return e, cfg, store, r
 }

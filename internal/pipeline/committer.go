@@ -25,7 +25,8 @@ const (
 // a batch the service acknowledged), and carries the counts, rejects and fingerprints of
 // exactly the rows it newly covers. Its writer goroutine writes checkpoints queued together
 // in one transaction, and saves the fingerprints of acknowledged rows every FingerprintFlush
-// rows and at the end.
+// rows and at the end; the engine writes a checkpoint itself when it waits for the window and
+// the writer is idle (see advance).
 type committer struct {
 	store    Store
 	log      *slog.Logger
@@ -40,16 +41,17 @@ type committer struct {
 	release  func([]*batch) // the batcher takes back batches counted to the last row
 	fail     func(error)    // the batcher stops on a failed checkpoint
 
-	pos       int64        // position of the last checkpoint queued
-	outcomes  []outcome    // rows not sent (or counted) awaiting the checkpoint, in ordinal order
-	uncounted state.Counts // requests of failed batches, for the next checkpoint
-	sheet     string
-	commits   chan *commitUnit
-	done      chan *commitUnit // written, back to the engine
-	pending   int              // queued, not yet back
-	err       error            // a checkpoint failed (lease lost): nothing more is checkpointed
-	stop      chan struct{}    // closed when the run ends: the writer stops handing back
-	result    chan error
+	pos        int64        // position of the last checkpoint queued
+	outcomes   []outcome    // rows not sent (or counted) awaiting the checkpoint, in ordinal order
+	uncounted  state.Counts // requests of failed batches, for the next checkpoint
+	sheet      string
+	commits    chan *commitUnit
+	done       chan *commitUnit // written, back to the engine
+	pending    int              // queued, not yet back
+	err        error            // a checkpoint failed (lease lost): nothing more is checkpointed
+	saveFailed bool             // saving fingerprints failed: not tried again this run
+	stop       chan struct{}    // closed when the run ends: the writer stops handing back
+	result     chan error
 }
 
 type commitUnit struct {
@@ -100,7 +102,10 @@ func (c *committer) uncount(b *batch) {
 
 // advance queues a checkpoint at w for everything newly done: the outcomes and the rows of
 // acknowledged batches in window at or below w. It waits while maxPendingCommits are queued.
-func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch) {
+// With now (the caller has nothing else to do until a checkpoint frees a slot of the window)
+// and the writer idle, it writes the checkpoint itself: handing it to the writer and taking
+// it back costs two goroutine switches, which on a busy machine take longer than the write.
+func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch, now bool) {
 	if c.err != nil || (w <= c.pos && c.uncounted == (state.Counts{})) {
 		return
 	}
@@ -143,6 +148,14 @@ func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch
 		}
 	}
 	c.pending++
+	if now && c.pending == 1 {
+		// Nothing is queued or being written: the writer waits for the next unit, and every
+		// unit it wrote was taken back (written) on this goroutine, so this goroutine may
+		// write and touch the fingerprints meanwhile.
+		c.commit(ctx, []*commitUnit{u})
+		c.written(u)
+		return
+	}
 	c.commits <- u
 }
 
@@ -187,7 +200,7 @@ func (c *committer) countBatch(u *commitUnit, b *batch, w int64) {
 	}
 	b.counted = k
 	if k == len(b.ords) {
-		b.committed = true
+		b.committed, b.coveredAt = true, time.Now()
 		u.batches = append(u.batches, b)
 	}
 }
@@ -232,20 +245,6 @@ func (c *committer) written(u *commitUnit) {
 // write is the writer goroutine: it writes the checkpoints queued, several together when
 // they queued meanwhile (one transaction, the same result as one after the other).
 func (c *committer) write(ctx context.Context) error {
-	base := context.WithoutCancel(ctx)
-	saveFailed := false
-	save := func() {
-		if c.fps.Pending() == 0 || saveFailed {
-			return
-		}
-		wctx, cancel := context.WithTimeout(base, commitTimeout)
-		defer cancel()
-		if err := c.store.SaveFingerprints(wctx, c.fps); err != nil {
-			// Not fatal: a missing fingerprint only makes the next sync send the row again.
-			c.log.WarnContext(ctx, "could not save delta fingerprints", slog.Any("error", err))
-			saveFailed = true
-		}
-	}
 	var units []*commitUnit
 	for u := range c.commits {
 		units = append(units[:0], u)
@@ -261,20 +260,7 @@ func (c *committer) write(ctx context.Context) error {
 				break more
 			}
 		}
-		wctx, cancel := context.WithTimeout(base, commitTimeout)
-		err := c.store.Checkpoint(wctx, mergeCheckpoints(units))
-		cancel()
-		for _, u := range units {
-			u.err = err
-			if err == nil {
-				for _, f := range u.fps {
-					c.fps.Add(f)
-				}
-			}
-		}
-		if err == nil && c.fps.Pending() >= c.fpFlush {
-			save()
-		}
+		c.commit(ctx, units)
 		for _, u := range units {
 			select {
 			case c.done <- u:
@@ -282,8 +268,41 @@ func (c *committer) write(ctx context.Context) error {
 			}
 		}
 	}
-	save()
+	c.save(ctx)
 	return nil
+}
+
+// commit writes consecutive checkpoints in one transaction, records the units' outcome, adds
+// their fingerprints, and saves the fingerprints once FingerprintFlush are pending.
+func (c *committer) commit(ctx context.Context, units []*commitUnit) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	err := c.store.Checkpoint(wctx, mergeCheckpoints(units))
+	cancel()
+	for _, u := range units {
+		u.err = err
+		if err == nil {
+			for _, f := range u.fps {
+				c.fps.Add(f)
+			}
+		}
+	}
+	if err == nil && c.fps.Pending() >= c.fpFlush {
+		c.save(ctx)
+	}
+}
+
+// save saves the fingerprints pending.
+func (c *committer) save(ctx context.Context) {
+	if c.fps.Pending() == 0 || c.saveFailed {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	if err := c.store.SaveFingerprints(wctx, c.fps); err != nil {
+		// Not fatal: a missing fingerprint only makes the next sync send the row again.
+		c.log.WarnContext(ctx, "could not save delta fingerprints", slog.Any("error", err))
+		c.saveFailed = true
+	}
 }
 
 // mergeCheckpoints combines consecutive checkpoints into one.

@@ -30,10 +30,10 @@ func TestCommitterCountsRowsTheCheckpointCovers(t *testing.T) {
 			Rejects: []sink.RowReject{{Index: 2, Email: "x@example.com", Reason: "refused"}}}}
 	com.await([]outcome{{ord: 3, kind: outDuplicate}, {ord: 4, kind: outRejected, reject: &state.Reject{Line: 5}}})
 
-	com.advance(context.Background(), 3, 0, []*batch{b}) // rows 1 and 2 of the batch, row 3
+	com.advance(context.Background(), 3, 0, []*batch{b}, false) // rows 1 and 2 of the batch, row 3
 	require.Equal(t, 2, b.counted)
 	require.False(t, b.committed)
-	com.advance(context.Background(), 6, 0, []*batch{b})
+	com.advance(context.Background(), 6, 0, []*batch{b}, false)
 	require.True(t, b.committed)
 	for com.pending > 0 {
 		com.written(<-com.done)

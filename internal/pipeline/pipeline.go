@@ -197,7 +197,10 @@ func (e *Engine) Run(ctx context.Context, startPos int64) (err error) {
 	defer func() {
 		e.log.DebugContext(ctx, "pipeline timings", slog.Duration("total", time.Since(started)),
 			slog.Duration("waiting_for_rows", e.waitRows), slog.Duration("waiting_for_window", e.bat.waitWindow),
-			slog.Int("batches", e.bat.seq))
+			slog.Int("batches", e.bat.seq), slog.Int("window", e.cfg.Window),
+			slog.Duration("slots_sending", e.bat.slots.Sending),
+			slog.Duration("slots_acked_waiting_for_earlier", e.bat.slots.WaitingForEarlier),
+			slog.Duration("slots_acked_waiting_for_checkpoint", e.bat.slots.WaitingForCheckpoint))
 	}()
 	readErr := e.placeAll(ctx, chunks)
 	stopProducer()
@@ -266,7 +269,7 @@ func (e *Engine) place(ctx context.Context, c *chunk) error {
 	if err := e.bat.sendLagging(ctx, e.lastRead); err != nil {
 		return err
 	}
-	e.advance(ctx)
+	e.advance(ctx, false)
 	return nil
 }
 
@@ -279,7 +282,7 @@ func (e *Engine) finish(ctx context.Context, readErr error) error {
 		}
 	}
 	if e.com.err == nil {
-		e.advance(ctx)
+		e.advance(ctx, true)
 		for e.com.pending > 0 {
 			if err := e.waitEvent(ctx); err != nil {
 				return err
@@ -303,7 +306,7 @@ func (e *Engine) waitEvent(ctx context.Context) error {
 			e.com.uncount(b) // failed: its requests are counted all the same
 			return nil
 		}
-		e.advance(ctx)
+		e.advance(ctx, true)
 	case u := <-e.com.done:
 		e.com.written(u)
 	case <-ctx.Done():
@@ -312,8 +315,9 @@ func (e *Engine) waitEvent(ctx context.Context) error {
 	return nil
 }
 
-// advance hands the committer a checkpoint for everything newly done.
-func (e *Engine) advance(ctx context.Context) {
+// advance hands the committer a checkpoint for everything newly done; now: this goroutine
+// waits for the window (or the end) and may write it itself.
+func (e *Engine) advance(ctx context.Context, now bool) {
 	w := e.bat.watermark(e.lastRead, e.unplacedMin)
-	e.com.advance(ctx, w, e.bytes, e.bat.window)
+	e.com.advance(ctx, w, e.bytes, e.bat.window, now)
 }
