@@ -12,6 +12,7 @@ import (
 // scheduleJSON is a schedule as `schedules --json` prints it.
 type scheduleJSON struct {
 	Kind     string      `json:"kind"`
+	Also     string      `json:"also,omitempty"` // "verify" (verify_every) or "reconcile" (reconcile_schedule)
 	Name     string      `json:"name,omitempty"`
 	ListID   int64       `json:"list_id,omitempty"`
 	Schedule string      `json:"schedule"`
@@ -46,7 +47,7 @@ Needs neither the database nor the service.`,
 			if asJSON {
 				out := make([]scheduleJSON, 0, len(scheds))
 				for _, s := range scheds {
-					j := scheduleJSON{Kind: s.Kind, Name: s.Name, ListID: s.ListID, Schedule: s.Spec,
+					j := scheduleJSON{Kind: s.Kind, Also: s.Also, Name: s.Name, ListID: s.ListID, Schedule: s.Spec,
 						TimeZone: s.TimeZone, Next: s.Next}
 					if j.TimeZone == "" {
 						j.TimeZone = "UTC"
@@ -81,7 +82,11 @@ Needs neither the database nor the service.`,
 				if s.Err != nil {
 					nextCell = s.Err.Error()
 				}
-				t.row(s.Kind, s.Name, list, spec, tz, nextCell)
+				kind := s.Kind
+				if s.Also != "" {
+					kind += " (" + s.Also + ")"
+				}
+				t.row(kind, s.Name, list, spec, tz, nextCell)
 			}
 			return t.flush()
 		}),

@@ -106,7 +106,8 @@ func TestRunServesPagesWithPassword(t *testing.T) {
 }
 
 // `subsync schedules` prints every sync and the status pull with its next run times, in the
-// schedule's time zone.
+// schedule's time zone; a sync's verify_every and the status pull's reconcile_schedule (by
+// default @daily) are listed as schedules of their own.
 func TestSchedules(t *testing.T) {
 	t.Parallel()
 	h := setup(t, `
@@ -115,6 +116,7 @@ name = "nightly"
 list = 7
 schedule = "30 2 * * *"
 time_zone = "Europe/Oslo"
+verify_every = "0 4 * * 0"
 [syncs.source]
 path = "x.csv"
 [[syncs]]
@@ -126,20 +128,31 @@ path = "y.csv"
 schedule = "@every 6h"
 `)
 	out := decode[[]scheduleJSON](t, h.ok("schedules", "--count", "2", "--json"))
-	require.Len(t, out, 3)
+	require.Len(t, out, 5)
 	require.Equal(t, "nightly", out[0].Name)
+	require.Empty(t, out[0].Also)
 	require.Equal(t, "Europe/Oslo", out[0].TimeZone)
 	require.Len(t, out[0].Next, 2)
 	for _, n := range out[0].Next {
 		require.Equal(t, "02:30", n.In(mustZone(t, "Europe/Oslo")).Format("15:04"))
 	}
 	require.Equal(t, 24*time.Hour, out[0].Next[1].Sub(out[0].Next[0]).Round(time.Hour))
-	require.Equal(t, "adhoc", out[1].Name)
-	require.Empty(t, out[1].Next)
-	require.Equal(t, "status_pull", out[2].Kind)
-	require.Equal(t, 6*time.Hour, out[2].Next[1].Sub(out[2].Next[0]))
+	verify := out[1]
+	require.Equal(t, "nightly", verify.Name)
+	require.Equal(t, "verify", verify.Also)
+	require.Equal(t, "0 4 * * 0", verify.Schedule)
+	require.Equal(t, time.Sunday, verify.Next[0].In(mustZone(t, "Europe/Oslo")).Weekday())
+	require.Equal(t, "adhoc", out[2].Name)
+	require.Empty(t, out[2].Next)
+	require.Equal(t, "status_pull", out[3].Kind)
+	require.Equal(t, 6*time.Hour, out[3].Next[1].Sub(out[3].Next[0]))
+	require.Equal(t, "status_pull", out[4].Kind)
+	require.Equal(t, "reconcile", out[4].Also)
+	require.Equal(t, "@daily", out[4].Schedule)
 
 	table := h.ok("schedules")
+	require.Contains(t, table, "sync (verify)")
+	require.Contains(t, table, "status_pull (reconcile)")
 	require.Contains(t, table, "on demand")
 	require.Contains(t, table, "30 2 * * *")
 }

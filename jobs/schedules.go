@@ -8,7 +8,11 @@ import (
 
 // Schedule is a configured schedule and its next run times.
 type Schedule struct {
-	Kind     string // KindSync or KindStatusPull
+	Kind string // KindSync or KindStatusPull
+	// Also is the second schedule of that kind's job: "verify" for a sync's verify_every
+	// (verifying runs), "reconcile" for the status pull's reconcile_schedule; empty for
+	// the job's own schedule.
+	Also     string
 	Name     string // the sync's name; empty for the status pull
 	ListID   int64  // the sync's list
 	Spec     string // as configured; empty = on demand only
@@ -21,14 +25,25 @@ type Schedule struct {
 }
 
 // Schedules lists every sync (scheduled or not) and the status pull, with the next n run
-// times of each schedule after now.
+// times of each schedule after now; a sync's verify_every and the status pull's
+// reconcile_schedule, when set, follow as schedules of their own (Also).
 func Schedules(cfg Config, now time.Time, n int) []Schedule {
 	var out []Schedule
 	for _, s := range cfg.Syncs {
 		out = append(out, schedule(KindSync, s.Name, s.ListID, s.Schedule, s.TimeZone, now, n))
+		if s.VerifyEvery != "" {
+			v := schedule(KindSync, s.Name, s.ListID, s.VerifyEvery, s.TimeZone, now, n)
+			v.Also = "verify"
+			out = append(out, v)
+		}
 	}
 	sp := cfg.StatusPull
 	out = append(out, schedule(KindStatusPull, "", 0, sp.Schedule, sp.TimeZone, now, n))
+	if sp.ReconcileSchedule != "" {
+		r := schedule(KindStatusPull, "", 0, sp.ReconcileSchedule, sp.TimeZone, now, n)
+		r.Also = "reconcile"
+		out = append(out, r)
+	}
 	return out
 }
 

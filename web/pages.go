@@ -100,7 +100,7 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	d := runsData{Sync: q.Get("sync"), State: q.Get("state"), States: runStates}
 	for _, sc := range s.b.Schedules(s.opts.Now(), 0) {
-		if sc.Kind == jobs.KindSync {
+		if sc.Kind == jobs.KindSync && sc.Also == "" {
 			d.Syncs = append(d.Syncs, sc.Name)
 		}
 	}
@@ -219,6 +219,9 @@ func (s *Server) syncs(w http.ResponseWriter, r *http.Request) {
 	d := syncsData{Message: r.URL.Query().Get("queued"), Error: r.URL.Query().Get("error")}
 	st := s.b.State()
 	for _, sc := range s.b.Schedules(s.opts.Now(), 3) {
+		if sc.Also != "" {
+			continue // a second schedule of a job listed already (see subsync schedules)
+		}
 		row := syncRow{Schedule: sc}
 		f := state.RunFilter{Kind: sc.Kind, Limit: 1,
 			States: []state.RunState{state.RunCompleted, state.RunFailed, state.RunCancelled}}
