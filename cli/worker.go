@@ -175,18 +175,12 @@ the run then fails before unsubscribing anyone and says how many would have gone
 					return rt.PlanSyncArgs(ctx, jobs.SyncArgs{Name: args[0], Full: full, AllowRemovals: allowRemovals}, row)
 				})
 			}
-			enqueue := func(ctx context.Context, name string) (int64, error) {
-				return rt.EnqueueSyncArgs(ctx, jobs.SyncArgs{Name: name, Full: full, AllowRemovals: allowRemovals})
-			}
-			if verify {
-				enqueue = rt.EnqueueVerify
-			}
-			id, err := enqueue(ctx, args[0])
+			id, err := rt.EnqueueSyncArgs(ctx, jobs.SyncArgs{Name: args[0], Full: full, Verify: verify, AllowRemovals: allowRemovals})
 			var notFull *jobs.FullNotQueuedError
 			switch {
 			case errors.As(err, &notFull):
-				// The user asked for every row to be sent; the delta run will not: say so
-				// and fail, rather than follow a run that is not what was asked.
+				// The user asked for a run (--full, --verify, --allow-removals) that the run
+				// already queued is not: say so and fail, rather than follow it.
 				return err
 			case errors.Is(err, jobs.ErrAlreadyQueued):
 				a.log.WarnContext(ctx, "the sync is already queued or running: following that job", slog.String("sync", args[0]), slog.Int64("job_id", id))
