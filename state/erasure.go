@@ -361,8 +361,7 @@ func (s *Store) erase(ctx context.Context, email string, dryRun bool) (Erased, e
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		clear(out)
 		if !dryRun {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO subsync_erased (hash, erased_at) VALUES ($1, `+s.d.nowExpr()+`)
-ON CONFLICT (hash) DO NOTHING`, hash); err != nil {
+			if err := s.markErased(ctx, tx, hash); err != nil {
 				return fmt.Errorf("record the keyed hash: %w", err)
 			}
 		}
@@ -525,8 +524,7 @@ func (s *Store) MarkErased(ctx context.Context, emails []string) (time.Time, err
 	var now int64
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, e := range emails {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO subsync_erased (hash, erased_at) VALUES ($1, `+s.d.nowExpr()+`)
-ON CONFLICT (hash) DO NOTHING`, h.sum(e)); err != nil {
+			if err := s.markErased(ctx, tx, h.sum(e)); err != nil {
 				return err
 			}
 		}
@@ -539,6 +537,13 @@ ON CONFLICT (hash) DO NOTHING`, h.sum(e)); err != nil {
 		return time.Time{}, fmt.Errorf("record %d erased people: %w", len(emails), err)
 	}
 	return fromMicros(now), nil
+}
+
+// markErased records one keyed hash in subsync_erased (once).
+func (s *Store) markErased(ctx context.Context, tx *sql.Tx, hash string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO subsync_erased (hash, erased_at) VALUES ($1, `+s.d.nowExpr()+`)
+ON CONFLICT (hash) DO NOTHING`, hash)
+	return err
 }
 
 // RunsInFlightSince counts the imports and syncs that began before t and are running now
