@@ -13,7 +13,8 @@ import (
 // TestSyncRemovalsCommand: with removed = "unsubscribe" and max_removals = 1 in the
 // configuration, a sync whose source lost two people stops before unsubscribing anyone and
 // exits 1 saying how many would go; the dry run says the same; with --allow-removals the dry
-// run lists them, the run unsubscribes them, and `runs ID` counts them.
+// run lists them, the run unsubscribes them, and `runs ID` counts them. A verifying run
+// (--verify) keeps the guard and takes --allow-removals as well.
 func TestSyncRemovalsCommand(t *testing.T) {
 	t.Parallel()
 	h := setup(t, "")
@@ -58,4 +59,14 @@ source = { path = %q }
 		}
 		require.Equal(t, want, s.Lists[list].Status, s.Email)
 	}
+
+	// A verifying run keeps the guard, and --allow-removals lets it through too.
+	write("ada@example.com;Ada\nbob@example.com;Bob\ncy@example.com;Cy\n")
+	h.ok("sync", "members", "--wait")
+	write("ada@example.com;Ada\n")
+	r = h.run("", "sync", "members", "--verify", "--wait")
+	require.Equal(t, ExitFailure, r.code, r.stdout)
+	require.Contains(t, r.stdout+r.stderr, "removals stopped: 2 people")
+	verified := decode[runJSON](t, h.ok("sync", "members", "--verify", "--allow-removals", "--wait", "--json"))
+	require.Equal(t, int64(2), verified.Counts.Removed)
 }
