@@ -9,9 +9,10 @@
 //     bumped in the transaction of every change, so a long run re-reads the list (into a
 //     [SuppressionSet]) only when it changed, and checks every chunk of rows against it;
 //   - delta fingerprints: an 8-byte payload hash and an 8-byte source-values hash per (list,
-//     8-byte e-mail hash), stored as 4096 sorted buckets per list (plus a few recent changes
-//     as rows of their own), so a scheduled sync sends only rows whose payload changed and a
-//     million fingerprints load or save in one pass over 24 MB;
+//     8-byte e-mail hash), stored as 4096 sorted buckets per list, each in a few parts (a
+//     large save appends a part to each bucket rather than rewriting it), plus a few recent
+//     changes as rows of their own, so a scheduled sync sends only rows whose payload changed
+//     and a million fingerprints load or save in one pass over 24 MB;
 //   - staged files: a local file queued on one machine and worked on another, gzip-compressed
 //     in chunks.
 //

@@ -392,18 +392,19 @@ func eraseFingerprints(ctx context.Context, _ *Store, tx *sql.Tx, email string) 
 	if err != nil {
 		return 0, err
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT list_id, data FROM subsync_fingerprint WHERE bucket = $1", bucketOf(h))
+	rows, err := tx.QueryContext(ctx, "SELECT list_id, part, data FROM subsync_fingerprint WHERE bucket = $1", bucketOf(h))
 	if err != nil {
 		return 0, err
 	}
 	type bucket struct {
 		list int64
+		part int
 		data []byte
 	}
 	var changed []bucket
 	for rows.Next() {
 		var b bucket
-		if err := rows.Scan(&b.list, &b.data); err != nil {
+		if err := rows.Scan(&b.list, &b.part, &b.data); err != nil {
 			_ = rows.Close()
 			return 0, err
 		}
@@ -422,8 +423,8 @@ func eraseFingerprints(ctx context.Context, _ *Store, tx *sql.Tx, email string) 
 		return 0, err
 	}
 	for _, b := range changed {
-		if _, err := tx.ExecContext(ctx, "UPDATE subsync_fingerprint SET data = $3 WHERE list_id = $1 AND bucket = $2",
-			b.list, bucketOf(h), b.data); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE subsync_fingerprint SET data = $4 WHERE list_id = $1 AND bucket = $2 AND part = $3",
+			b.list, bucketOf(h), b.part, b.data); err != nil {
 			return 0, err
 		}
 	}

@@ -23,9 +23,10 @@ type Fingerprint struct {
 }
 
 // FingerprintBuckets is how many buckets the fingerprints of one list are spread over (by
-// the top bits of the e-mail hash). Each bucket is one row holding a sorted array of 24-byte
-// entries, so a million fingerprints are 4096 rows of about 6 KB: loading or saving them is
-// one pass over 24 MB, not a million index updates.
+// the top bits of the e-mail hash). Each bucket is a few rows (its parts, see
+// SaveFingerprints), each holding a sorted array of 24-byte entries, so a million
+// fingerprints are 4096 buckets of about 6 KB: loading or saving them is one pass over 24 MB,
+// not a million index updates.
 const FingerprintBuckets = 4096
 
 const fpEntrySize = 24
@@ -211,29 +212,45 @@ func (f *FingerprintSet) clearPending() {
 
 func byEmail(a, b Fingerprint) int { return cmp.Compare(a.Email, b.Email) }
 
-// LoadFingerprints reads the stored fingerprints of a list: its buckets, with the recent
-// changes (see SaveFingerprints) merged in.
+// LoadFingerprints reads the stored fingerprints of a list: its buckets, each part merged
+// into the earlier ones and then the recent changes (see SaveFingerprints), the newer entry
+// for an e-mail winning.
 func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*FingerprintSet, error) {
 	f := NewFingerprintSet(listID)
-	rows, err := s.db.QueryContext(ctx, "SELECT bucket, data FROM subsync_fingerprint WHERE list_id = $1", listID)
+	rows, err := s.db.QueryContext(ctx, "SELECT bucket, data FROM subsync_fingerprint WHERE list_id = $1 ORDER BY bucket, part", listID)
 	if err != nil {
 		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
 	}
 	defer rows.Close()
+	// The parts of a bucket are gathered in buf (ends[i] is where part i ends) and merged
+	// into the bucket's entries once the next bucket starts.
+	bucket, buf, ends := -1, []byte(nil), []int(nil)
+	flush := func() {
+		if bucket >= 0 {
+			f.loaded[bucket] = mergeParts(make([]byte, 0, len(buf)), buf, ends)
+		}
+		buf, ends = buf[:0], ends[:0]
+	}
 	for rows.Next() {
-		var bucket int
-		var data []byte
-		if err := rows.Scan(&bucket, &data); err != nil {
+		var b int
+		var data sql.RawBytes
+		if err := rows.Scan(&b, &data); err != nil {
 			return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
 		}
-		if bucket < 0 || bucket >= FingerprintBuckets || len(data)%fpEntrySize != 0 {
-			return nil, fmt.Errorf("load fingerprints of list %d: bucket %d is malformed", listID, bucket)
+		if b < 0 || b >= FingerprintBuckets || b < bucket || len(data)%fpEntrySize != 0 {
+			return nil, fmt.Errorf("load fingerprints of list %d: bucket %d is malformed", listID, b)
 		}
-		f.loaded[bucket] = data
+		if b != bucket {
+			flush()
+			bucket = b
+		}
+		buf = append(buf, data...)
+		ends = append(ends, len(buf))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
 	}
+	flush()
 	recent, err := recentFingerprints(ctx, s.db, listID)
 	if err != nil {
 		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
@@ -285,15 +302,22 @@ const (
 	recentShare = 16
 )
 
-// SaveFingerprints merges the set's pending fingerprints into the stored ones in one
-// transaction, and clears them.
+// maxParts is how many parts a bucket may have; a save that would make more merges them into
+// one.
+const maxParts = 8
+
+// SaveFingerprints writes the set's pending fingerprints in one transaction, and clears them.
 //
-// A few changes (a sync where 1% of the rows changed) are written as rows of their own, the
-// list's recent changes, which LoadFingerprints merges into the buckets: writing them costs
-// what they are, where rewriting the buckets they fall in would rewrite nearly all of them.
-// Once the recent changes would exceed max(recentMin, fingerprints/recentShare), they are
-// merged into the buckets (re-reading each bucket, so a concurrent run's entries are kept)
-// and cleared.
+// A list's stored fingerprints are its buckets, each in parts (rows of sorted entries, a
+// later part's entry for an e-mail replacing an earlier one's), and its recent changes (a row
+// a fingerprint, newer than every part). A few changes (a sync where 1% of the rows changed)
+// are upserted into the recent changes: writing them costs what they are, where adding to the
+// buckets they fall in would touch nearly all of them. More (an import, saving every
+// FingerprintFlush rows) are written as a new part of each bucket they fall in, together with
+// the recent changes, which are then cleared: a save writes what it saves, once, where
+// merging it into the buckets rewrote everything saved before (saving a million rows in four
+// parts wrote 60 MB, not 24). A bucket that would have more than maxParts parts has them
+// merged into one by that save (reading them, so a concurrent run's entries are kept).
 //
 // It is not fenced by a lease: a fingerprint states what the service holds, whoever sent
 // it. A fingerprint lost (a crash before the save) only makes the next sync send that row
@@ -319,7 +343,7 @@ func (s *Store) SaveFingerprints(ctx context.Context, f *FingerprintSet) error {
 			}
 			old = radixSort(old)
 		}
-		if err := saveBuckets(ctx, tx, f, old); err != nil {
+		if err := saveParts(ctx, tx, f, old); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, "DELETE FROM subsync_fingerprint_recent WHERE list_id = $1", f.listID)
@@ -360,21 +384,40 @@ func (s *Store) saveRecent(ctx context.Context, tx *sql.Tx, listID int64, fps []
 	return nil
 }
 
-// saveBuckets merges the recent changes old (sorted by e-mail hash, later duplicates winning)
-// and then the pending fingerprints of f into the buckets they fall in, one bucket at a time.
-func saveBuckets(ctx context.Context, tx *sql.Tx, f *FingerprintSet, old []Fingerprint) error {
-	get, err := tx.PrepareContext(ctx, "SELECT data FROM subsync_fingerprint WHERE list_id = $1 AND bucket = $2")
+// saveParts writes the recent changes old (sorted by e-mail hash, later duplicates winning)
+// and then the pending fingerprints of f as a new part of each bucket they fall in, one
+// bucket at a time; a bucket with maxParts parts has them merged with the new one into one.
+func saveParts(ctx context.Context, tx *sql.Tx, f *FingerprintSet, old []Fingerprint) error {
+	type parts struct{ n, last int }
+	have := make([]parts, FingerprintBuckets)
+	rows, err := tx.QueryContext(ctx, "SELECT bucket, COUNT(*), MAX(part) FROM subsync_fingerprint WHERE list_id = $1 GROUP BY bucket",
+		f.listID)
 	if err != nil {
 		return err
 	}
-	defer get.Close()
-	put, err := tx.PrepareContext(ctx, `INSERT INTO subsync_fingerprint (list_id, bucket, data) VALUES ($1, $2, $3)
-ON CONFLICT (list_id, bucket) DO UPDATE SET data = excluded.data`)
+	for rows.Next() {
+		var b int
+		var p parts
+		if err := rows.Scan(&b, &p.n, &p.last); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		if b >= 0 && b < FingerprintBuckets {
+			have[b] = p
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	put, err := tx.PrepareContext(ctx, "INSERT INTO subsync_fingerprint (list_id, bucket, part, data) VALUES ($1, $2, $3, $4)")
 	if err != nil {
 		return err
 	}
 	defer put.Close()
-	var merged, stored []byte
+	var part, merged []byte
 	for bucket := range FingerprintBuckets {
 		end := 0
 		for end < len(old) && bucketOf(old[end].Email) == bucket {
@@ -385,20 +428,130 @@ ON CONFLICT (list_id, bucket) DO UPDATE SET data = excluded.data`)
 		if len(fresh) == 0 && (f.pending == nil || len(f.pending[bucket]) == 0) {
 			continue
 		}
-		stored = stored[:0]
-		if err := get.QueryRowContext(ctx, f.listID, bucket).Scan(&stored); err != nil && err != sql.ErrNoRows {
-			return err
+		merged = appendSorted(merged[:0], fresh)
+		part = mergeBucket(part[:0], merged, f.sortedPending(bucket))
+		p := have[bucket]
+		if p.n == 0 {
+			p.last = -1
 		}
-		if len(fresh) > 0 {
-			merged = mergeBucket(merged[:0], stored, fresh)
-			stored = append(stored[:0], merged...)
+		if p.n+1 > maxParts {
+			if part, err = foldParts(ctx, tx, f.listID, bucket, part); err != nil {
+				return err
+			}
+			p.last = -1
 		}
-		merged = mergeBucket(merged[:0], stored, f.sortedPending(bucket))
-		if _, err := put.ExecContext(ctx, f.listID, bucket, merged); err != nil {
+		if _, err := put.ExecContext(ctx, f.listID, bucket, p.last+1, part); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// foldParts deletes the stored parts of a bucket and returns them merged, oldest first, with
+// newest (sorted entries) last.
+func foldParts(ctx context.Context, tx *sql.Tx, listID int64, bucket int, newest []byte) ([]byte, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT data FROM subsync_fingerprint WHERE list_id = $1 AND bucket = $2 ORDER BY part",
+		listID, bucket)
+	if err != nil {
+		return nil, err
+	}
+	var acc []byte
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			_ = rows.Close()
+			return nil, err
+		}
+		acc = mergeEntries(make([]byte, 0, len(acc)+len(data)), acc, data)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM subsync_fingerprint WHERE list_id = $1 AND bucket = $2", listID, bucket); err != nil {
+		return nil, err
+	}
+	return mergeEntries(make([]byte, 0, len(acc)+len(newest)), acc, newest), nil
+}
+
+// appendSorted appends fps (sorted by e-mail, later duplicates winning) to dst as entries,
+// one per e-mail.
+func appendSorted(dst []byte, fps []Fingerprint) []byte {
+	for k, fp := range fps {
+		if k+1 < len(fps) && fps[k+1].Email == fp.Email {
+			continue // a later entry for the same e-mail wins
+		}
+		dst = binary.LittleEndian.AppendUint64(dst, fp.Email)
+		dst = binary.LittleEndian.AppendUint64(dst, fp.Payload)
+		dst = binary.LittleEndian.AppendUint64(dst, fp.Source)
+	}
+	return dst
+}
+
+// mergeParts appends to dst the union of a bucket's parts, held one after the other in buf
+// (ends[i] is where part i ends; each part sorted, one entry per e-mail), a later part's
+// entry for an e-mail replacing an earlier one's.
+func mergeParts(dst, buf []byte, ends []int) []byte {
+	if len(ends) == 1 {
+		return append(dst, buf...)
+	}
+	var heads [maxParts + 1]int // the next entry of each part (a bucket has at most maxParts)
+	if len(ends) > len(heads) {
+		acc := buf[:ends[0]]
+		for i := 1; i < len(ends); i++ {
+			acc = mergeEntries(nil, acc, buf[ends[i-1]:ends[i]])
+		}
+		return append(dst, acc...)
+	}
+	for i := 1; i < len(ends); i++ {
+		heads[i] = ends[i-1]
+	}
+	for {
+		best, bk := -1, uint64(0)
+		for p, end := range ends {
+			if heads[p] >= end {
+				continue
+			}
+			k := binary.LittleEndian.Uint64(buf[heads[p]:])
+			switch {
+			case best < 0 || k < bk:
+				best, bk = p, k
+			case k == bk: // the later part's entry wins
+				heads[best] += fpEntrySize
+				best = p
+			}
+		}
+		if best < 0 {
+			return dst
+		}
+		dst = append(dst, buf[heads[best]:heads[best]+fpEntrySize]...)
+		heads[best] += fpEntrySize
+	}
+}
+
+// mergeEntries appends to dst the union of older and newer (sorted entries, one per e-mail
+// each), newer's entry replacing older's for the same e-mail.
+func mergeEntries(dst, older, newer []byte) []byte {
+	i, j := 0, 0
+	for i < len(older) && j < len(newer) {
+		a, b := binary.LittleEndian.Uint64(older[i:]), binary.LittleEndian.Uint64(newer[j:])
+		switch {
+		case a < b:
+			dst = append(dst, older[i:i+fpEntrySize]...)
+			i += fpEntrySize
+		case a > b:
+			dst = append(dst, newer[j:j+fpEntrySize]...)
+			j += fpEntrySize
+		default:
+			dst = append(dst, newer[j:j+fpEntrySize]...)
+			i += fpEntrySize
+			j += fpEntrySize
+		}
+	}
+	dst = append(dst, older[i:]...)
+	return append(dst, newer[j:]...)
 }
 
 // radixSort sorts fps by e-mail hash, stably, in four passes over 16-bit digits.

@@ -382,6 +382,25 @@ CREATE TABLE subsync_erasure_request (
     requested_at BIGINT NOT NULL
 )`,
 	},
+	{
+		version: 9,
+		name:    "fingerprint buckets in parts: a large save appends a part to each bucket instead of rewriting it",
+		sqlite: `
+CREATE TABLE subsync_fingerprint_parts (
+    list_id INTEGER NOT NULL,
+    bucket  INTEGER NOT NULL,
+    part    INTEGER NOT NULL,
+    data    BLOB    NOT NULL,
+    PRIMARY KEY (list_id, bucket, part)
+);
+INSERT INTO subsync_fingerprint_parts (list_id, bucket, part, data) SELECT list_id, bucket, 0, data FROM subsync_fingerprint;
+DROP TABLE subsync_fingerprint;
+ALTER TABLE subsync_fingerprint_parts RENAME TO subsync_fingerprint`,
+		postgres: `
+ALTER TABLE subsync_fingerprint ADD COLUMN part INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE subsync_fingerprint DROP CONSTRAINT subsync_fingerprint_pkey;
+ALTER TABLE subsync_fingerprint ADD PRIMARY KEY (list_id, bucket, part)`,
+	},
 }
 
 // migrationLockKey is the Postgres advisory lock that serialises concurrent migrators.

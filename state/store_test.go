@@ -496,6 +496,103 @@ func TestFingerprints(t *testing.T) {
 	})
 }
 
+// TestFingerprintTiers saves fingerprints as runs do, in large saves (a part of each bucket)
+// and small ones (recent changes) mixed, until a bucket's parts are merged, and checks
+// after every save that a load gives each e-mail the payload it was saved with last: no
+// entry lost, none stale, whichever tier it is in. Erasure removes an address from every
+// tier.
+func TestFingerprintTiers(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		rnd := rand.New(rand.NewPCG(1, 2))
+		want := map[uint64]uint64{} // e-mail hash → payload last saved
+		emails := make([]uint64, 60_000)
+		for i := range emails {
+			emails[i] = state.EmailHash(fmt.Sprintf("tier%d@example.com", i))
+		}
+		parts := func() int { // the most parts a bucket has
+			var n int
+			require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 0) FROM
+    (SELECT COUNT(*) AS n FROM subsync_fingerprint WHERE list_id = 3 GROUP BY bucket) AS t`).Scan(&n))
+			return n
+		}
+		rows := func() int {
+			var n int
+			require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_fingerprint WHERE list_id = 3").Scan(&n))
+			return n
+		}
+		check := func(step int) {
+			got, err := s.LoadFingerprints(ctx, 3)
+			require.NoError(t, err)
+			require.Equal(t, len(want), got.Len(), "save %d", step)
+			for e, p := range want {
+				v, ok := lookup(got, e)
+				require.True(t, ok, "save %d: an e-mail lost", step)
+				require.Equal(t, p, v, "save %d: a stale payload", step)
+			}
+			n, err := s.FingerprintCount(ctx, 3)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, n, int64(len(want)), "save %d", step)
+		}
+		folded := false
+		for step := 1; step <= 14; step++ {
+			loaded, err := s.LoadFingerprints(ctx, 3)
+			require.NoError(t, err)
+			size := 25_000 // a large save: a part of each bucket
+			if step%3 == 0 {
+				size = 300 // a small one: recent changes
+			}
+			before, rowsBefore := parts(), rows()
+			for range size {
+				e := emails[rnd.IntN(len(emails))]
+				p := rnd.Uint64()
+				loaded.Add(state.Fingerprint{Email: e, Payload: p})
+				want[e] = p // an e-mail added twice: the later wins
+			}
+			require.NoError(t, s.SaveFingerprints(ctx, loaded))
+			after, rowsAfter := parts(), rows()
+			switch {
+			case size == 300:
+				require.Equal(t, rowsBefore, rowsAfter, "save %d: a small save adds no part", step)
+			case rowsAfter < rowsBefore:
+				folded = true // buckets with 8 parts had them merged into one
+			default:
+				require.Greater(t, rowsAfter, rowsBefore, "save %d: a large save adds parts", step)
+				require.GreaterOrEqual(t, after, before, "save %d", step)
+			}
+			require.LessOrEqual(t, after, 8, "save %d: a bucket has at most 8 parts", step)
+			check(step)
+		}
+		require.True(t, folded, "the parts were never merged")
+
+		// Erasing an address removes it from whichever tiers hold it.
+		loaded, err := s.LoadFingerprints(ctx, 3)
+		require.NoError(t, err)
+		for i := range 25_000 {
+			loaded.Add(state.Fingerprint{Email: emails[i], Payload: 7})
+			want[emails[i]] = 7
+		}
+		require.NoError(t, s.SaveFingerprints(ctx, loaded))
+		require.Greater(t, parts(), 1)
+		_, err = s.Erase(ctx, "tier17@example.com")
+		require.NoError(t, err)
+		delete(want, emails[17])
+		check(15)
+		got, err := s.LoadFingerprints(ctx, 3)
+		require.NoError(t, err)
+		_, ok := lookup(got, emails[17])
+		require.False(t, ok, "an erased address keeps no fingerprint")
+
+		require.NoError(t, s.ForgetFingerprints(ctx, 3))
+		require.Zero(t, parts())
+		has, err := s.HasFingerprints(ctx, 3)
+		require.NoError(t, err)
+		require.False(t, has)
+	})
+}
+
 // hashOf hashes strings in order with a state.Hasher, as a run hashes a payload.
 func hashOf(parts ...string) uint64 {
 	h := state.NewHasher()
@@ -695,6 +792,46 @@ func BenchmarkFingerprints(b *testing.B) {
 		}
 		b.ReportMetric(float64(time.Since(start).Nanoseconds())/n, "ns/batched-lookup")
 		b.ReportMetric(float64(lookup.Nanoseconds())/n, "ns/lookup")
+		b.ReportMetric(saved.Seconds(), "save-s")
+		b.ReportMetric(load.Seconds(), "load-s")
+		require.NoError(b, s.ForgetFingerprints(ctx, 1))
+	}
+}
+
+// BenchmarkFingerprintsImport saves a million fingerprints as a run of a million rows does,
+// every jobs.FingerprintFlushDefault (250,000) rows, and loads them as the next sync does:
+// save-s is the four saves together, the cost a first import pays for its delta.
+func BenchmarkFingerprintsImport(b *testing.B) {
+	db, err := state.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "subsync.db"))
+	require.NoError(b, err)
+	defer db.Close()
+	_, err = state.Migrate(context.Background(), db, state.SQLite)
+	require.NoError(b, err)
+	s := state.New(db, state.SQLite)
+	ctx := context.Background()
+	const n, flush = 1_000_000, 250_000
+	emails := make([]uint64, n)
+	for i := range emails {
+		emails[i] = state.EmailHash("p" + strconv.Itoa(i) + "@example.com")
+	}
+	for b.Loop() {
+		set := state.NewFingerprintSet(1)
+		start := time.Now()
+		for i, e := range emails {
+			set.Add(state.Fingerprint{Email: e, Payload: uint64(i)})
+			if set.Pending() == flush {
+				require.NoError(b, s.SaveFingerprints(ctx, set))
+			}
+		}
+		require.NoError(b, s.SaveFingerprints(ctx, set))
+		saved := time.Since(start)
+		start = time.Now()
+		loaded, err := s.LoadFingerprints(ctx, 1)
+		require.NoError(b, err)
+		load := time.Since(start)
+		if loaded.Len() != n {
+			b.Fatalf("loaded %d fingerprints, want %d", loaded.Len(), n)
+		}
 		b.ReportMetric(saved.Seconds(), "save-s")
 		b.ReportMetric(load.Seconds(), "load-s")
 		require.NoError(b, s.ForgetFingerprints(ctx, 1))
