@@ -2,9 +2,9 @@
 //
 // It generates N contacts (default 1,000,000) as CSV and as XLSX, then for each format:
 //
-//  1. raw: posts the same rows, mapped and pre-encoded as 1000-row bodies before the clock
-//     starts, to a fresh emulator with a minimal client (plain net/http, -in-flight requests
-//     in flight, 4 by default);
+//  1. raw: a child process (this binary again) posts the same rows, mapped and pre-encoded as
+//     1000-row bodies before the clock starts, to a fresh emulator with a minimal client
+//     (plain net/http, -in-flight requests in flight, 4 by default);
 //  2. subsync: starts a child process (this binary again) that opens the jobs runtime on a
 //     fresh SQLite database, queues the import and works it in-process (Runtime.Wait), as
 //     `subsync import FILE --wait` does, against a fresh emulator with the same settings;
@@ -12,9 +12,15 @@
 //     delta fingerprints included);
 //
 // and prints rows/s for both, their ratio, the peak RSS (VmHWM) and CPU seconds of the subsync
-// process, and the CPU seconds of this process (the emulator, and in the raw run the minimal
-// client too) during each: the emulator and subsync share the machine's cores. With -runs N
-// the two are measured in turn N times and the median ratio is printed.
+// process, and the CPU seconds of this process (the emulator, nothing else) during each. With
+// -runs N the two are measured in turn N times and the median ratio is printed.
+//
+// With -cores split (the default on two cores or more) this process, the emulator, runs on
+// the first core and each client process on the others, as a service on another machine
+// would: the client's own work does not slow the service down, and the ratio is how close
+// subsync comes to keeping the service as busy as the minimal client does. -cores shared
+// runs every process on every core: the ratio then also counts the CPU the client takes from
+// the service.
 //
 // With -latency the emulator adds that much to every request and the raw client keeps
 // -batches-in-flight requests in flight: its rate is the bound the batches in flight set (rows
@@ -54,18 +60,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -127,7 +129,18 @@ type childResult struct {
 }
 
 func main() {
+	if raw := os.Getenv(rawEnv); raw != "" {
+		if err := pinFromEnv(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2ebench raw client:", err)
+			os.Exit(1)
+		}
+		os.Exit(rawChild(raw))
+	}
 	if raw := os.Getenv(childEnv); raw != "" {
+		if err := pinFromEnv(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2ebench child:", err)
+			os.Exit(1)
+		}
 		jobs.TuneGC() // as the subsync binary does
 		os.Exit(child(raw))
 	}
@@ -140,11 +153,24 @@ func main() {
 	mode := flag.String("mode", "import", "import (subsync against the raw limit) or delta (two syncs, 1% changed)")
 	flag.DurationVar(&latency, "latency", 0, "added by the emulator to every request, as a service tens of milliseconds away; the raw client then keeps -batches-in-flight requests in flight")
 	runs := flag.Int("runs", 1, "import mode: raw limit and subsync measured in turn this many times; the median ratio is printed")
+	cores := flag.String("cores", "split", "import mode: split (the emulator on one core, each client process on the others, as a service on another machine) or shared (every process on every core)")
 	flag.Parse()
 	var err error
 	switch *mode {
 	case "import":
-		err = run(*rows, strings.Split(*formats, ","), *dir, *inFlight, *batches, max(1, *runs))
+		var split *coreSplit
+		switch *cores {
+		case "split":
+			if cs, ok := splitCores(); ok {
+				split = &cs
+			}
+		case "shared":
+		default:
+			err = fmt.Errorf("-cores %q: want split or shared", *cores)
+		}
+		if err == nil {
+			err = run(*rows, strings.Split(*formats, ","), *dir, *inFlight, *batches, max(1, *runs), split)
+		}
 	case "delta":
 		err = runDelta(*rows, *dir, *inFlight, *batches)
 	default:
@@ -156,7 +182,7 @@ func main() {
 	}
 }
 
-func run(n int, formats []string, dir string, inFlight, batches, runs int) error {
+func run(n int, formats []string, dir string, inFlight, batches, runs int, split *coreSplit) error {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "e2ebench-*")
 		if err != nil {
@@ -173,6 +199,13 @@ func run(n int, formats []string, dir string, inFlight, batches, runs int) error
 	}
 	fmt.Printf("e2ebench: %d contacts, raw client %d requests in flight, subsync %d requests and %d batches in flight, latency %s, %d run(s)\n",
 		n, rawInFlight, inFlight, batches, latency, runs)
+	var clients []int // the client processes' cores; none: shared
+	if split != nil {
+		fmt.Printf("cores split: %s\n", split)
+		clients = split.clients
+	} else {
+		fmt.Println("cores shared: the emulator and each client process on every core")
+	}
 	for _, format := range formats {
 		path := filepath.Join(dir, fmt.Sprintf("contacts-%d.%s", n, format))
 		if _, err := os.Stat(path); err != nil {
@@ -184,29 +217,23 @@ func run(n int, formats []string, dir string, inFlight, batches, runs int) error
 		}
 		fmt.Printf("\n%-6s %3s %11s %11s %6s %8s %9s %9s %8s %9s %9s\n", "format", "run", "raw rows/s", "subsync", "ratio",
 			"peak RSS", "raw s", "subsync s", "CPU s", "emu CPU s", "raw emu")
-		// The raw client's bodies are encoded once and held through every run, subsync's
-		// too: the emulator shares this process with them, and its garbage collector works in
-		// proportion to the live heap. Held only through the raw runs (as before), they made
-		// the emulator collect about half as often serving the raw client as serving subsync,
-		// and cost subsync's runs twice the emulator's CPU for the same requests.
-		bodies, err := encode(path)
-		if err != nil {
-			return fmt.Errorf("encode %s: %w", format, err)
+		// This process is the emulator and nothing else: both clients are processes of their
+		// own, so the emulator's heap (and its garbage collector's work) is the same for both.
+		if split != nil {
+			if err := pin(split.emulator); err != nil {
+				return err
+			}
 		}
 		var ratios, bounds []float64
 		for i := range runs {
-			cpu0 := cpuSeconds()
-			raw, err := rawPost(bodies, n, rawInFlight)
-			raw.cpu = cpuSeconds() - cpu0
+			raw, err := rawPost(path, n, rawInFlight, clients)
 			if err != nil {
 				return fmt.Errorf("raw %s: %w", format, err)
 			}
-			cpu0 = cpuSeconds()
-			res, err := subsync(path, dir, inFlight, batches)
+			res, emuCPU, err := subsync(path, dir, inFlight, batches, clients)
 			if err != nil {
 				return fmt.Errorf("subsync %s: %w", format, err)
 			}
-			emuCPU := cpuSeconds() - cpu0 // this process serves only the emulator meanwhile
 			if res.Sent != int64(n) {
 				return fmt.Errorf("subsync %s: sent %d rows, want %d", format, res.Sent, n)
 			}
@@ -234,7 +261,6 @@ func run(n int, formats []string, dir string, inFlight, batches, runs int) error
 					tm["waiting_for_rows"], tm["waiting_for_window"])
 			}
 		}
-		runtime.KeepAlive(bodies) // through the last subsync run
 		if runs > 1 {
 			fmt.Printf("%-6s median ratio to the raw client over %d runs: %.2f", format, runs, median(ratios))
 			if latency > 0 {
@@ -256,7 +282,7 @@ func median(xs []float64) float64 {
 }
 
 // rawResult is one raw run: rows/s, seconds, the mean round trip of a request and the CPU
-// seconds of this process meanwhile (the emulator and the minimal client).
+// seconds of the emulator meanwhile.
 type rawResult struct {
 	rate, secs, roundTrip, cpu float64
 }
@@ -339,21 +365,22 @@ func generate(path, format string, n int) error {
 
 // encode maps the file with subsync's own mapping (automatic, by column names) and encodes
 // the payloads as 1000-row bulkinsert bodies: the raw client sends exactly what subsync sends.
-func encode(path string) ([][]byte, error) {
+// It returns the bodies and how many rows they hold.
+func encode(path string) ([][]byte, int, error) {
 	ctx := context.Background()
 	r, err := sources.Open(ctx, sources.Config{Path: path})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer r.Close()
 	spec, _ := mapping.Spec{}.WithAuto(r.Header())
 	m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var bodies [][]byte
 	var body []byte
-	rows := 0
+	rows, total := 0, 0
 	flush := func() {
 		if rows > 0 {
 			bodies = append(bodies, append(body, ']'))
@@ -366,12 +393,13 @@ func encode(path string) ([][]byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		row, rej := m.Map(rec)
 		if rej != nil {
-			return nil, rej
+			return nil, 0, rej
 		}
+		total++
 		if rows == 0 {
 			body = append(make([]byte, 0, 200*sink.MaxBatchRows), '[')
 		} else {
@@ -383,7 +411,7 @@ func encode(path string) ([][]byte, error) {
 		}
 	}
 	flush()
-	return bodies, nil
+	return bodies, total, nil
 }
 
 // latency is what the emulator adds to every request (-latency).
@@ -405,71 +433,40 @@ func emulator() (*sinktest.Emulator, string, func(), error) {
 	return emu, "http://" + ln.Addr().String() + sinktest.V2Prefix, func() { cancel(); <-done }, nil
 }
 
-// rawPost posts the bodies with plain net/http, inFlight at a time.
-func rawPost(bodies [][]byte, n, inFlight int) (rawResult, error) {
+// rawPost runs the raw client (a process of its own, on cpus if any) against a fresh
+// emulator.
+func rawPost(path string, n, inFlight int, cpus []int) (rawResult, error) {
 	emu, base, stop, err := emulator()
 	if err != nil {
 		return rawResult{}, err
 	}
 	defer stop()
 	list := emu.CreateList("raw")
-	url := base + "/subscribers/bulkinsert?subscriber_list_id=" + strconv.FormatInt(list, 10)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: inFlight}}
-	var next, roundTrips atomic.Int64
-	var firstErr error
-	var once sync.Once
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range inFlight {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(bodies) {
-					return
-				}
-				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(bodies[i]))
-				req.SetBasicAuth(benchUser, benchKey)
-				req.Header.Set("Content-Type", "application/json")
-				t0 := time.Now()
-				resp, err := client.Do(req)
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					_ = resp.Body.Close()
-					roundTrips.Add(int64(time.Since(t0)))
-					if resp.StatusCode != http.StatusOK {
-						err = fmt.Errorf("HTTP %d", resp.StatusCode)
-					}
-				}
-				if err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-			}
-		})
+	cpu0 := cpuSeconds()
+	res, err := runRaw(rawConfig{URL: base + "/subscribers/bulkinsert?subscriber_list_id=" + strconv.FormatInt(list, 10),
+		Path: path, InFlight: inFlight}, cpus)
+	emuCPU := cpuSeconds() - cpu0 // this process serves only the emulator meanwhile (and starts the client)
+	if err != nil {
+		return rawResult{}, err
 	}
-	wg.Wait()
-	secs := time.Since(start).Seconds()
-	if firstErr != nil {
-		return rawResult{}, firstErr
+	if got := len(emu.ListSubscribers(list)); got != n || res.Rows != n {
+		return rawResult{}, fmt.Errorf("emulator holds %d subscribers, the client sent %d, want %d", got, res.Rows, n)
 	}
-	if got := len(emu.ListSubscribers(list)); got != n {
-		return rawResult{}, fmt.Errorf("emulator holds %d subscribers, want %d", got, n)
-	}
-	return rawResult{rate: float64(n) / secs, secs: secs,
-		roundTrip: time.Duration(roundTrips.Load()).Seconds() / float64(len(bodies))}, nil
+	return rawResult{rate: float64(n) / res.Seconds, secs: res.Seconds, roundTrip: res.RoundTrip, cpu: emuCPU}, nil
 }
 
-// subsync runs the import in a child process and returns what it measured.
-func subsync(path, dir string, inFlight, batches int) (childResult, error) {
+// subsync runs the import in a child process (on cpus, if any) and returns what it measured
+// and the CPU seconds of the emulator meanwhile.
+func subsync(path, dir string, inFlight, batches int, cpus []int) (childResult, float64, error) {
 	emu, base, stop, err := emulator()
 	if err != nil {
-		return childResult{}, err
+		return childResult{}, 0, err
 	}
 	defer stop()
 	list := emu.CreateList("subsync")
 	dataDir, err := os.MkdirTemp(dir, "data-*")
 	if err != nil {
-		return childResult{}, err
+		return childResult{}, 0, err
 	}
 	defer os.RemoveAll(dataDir)
 	if prof := os.Getenv("SUBSYNC_E2EBENCH_EMUPROFILE"); prof != "" {
@@ -477,23 +474,25 @@ func subsync(path, dir string, inFlight, batches int) (childResult, error) {
 		// the child's (SUBSYNC_E2EBENCH_CPUPROFILE).
 		f, err := os.Create(prof)
 		if err != nil {
-			return childResult{}, err
+			return childResult{}, 0, err
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return childResult{}, err
+			return childResult{}, 0, err
 		}
 		defer pprof.StopCPUProfile()
 	}
+	cpu0 := cpuSeconds()
 	res, err := runChild(childConfig{SinkURL: base, DataDir: dataDir, Path: path, ListID: list,
-		InFlight: inFlight, BatchesInFlight: batches})
+		InFlight: inFlight, BatchesInFlight: batches}, cpus)
+	emuCPU := cpuSeconds() - cpu0 // this process serves only the emulator meanwhile (and starts the child)
 	if err != nil {
-		return res, err
+		return res, 0, err
 	}
 	if got := len(emu.ListSubscribers(list)); int64(got) != res.Sent {
-		return res, fmt.Errorf("emulator holds %d subscribers, the run says %d sent", got, res.Sent)
+		return res, 0, fmt.Errorf("emulator holds %d subscribers, the run says %d sent", got, res.Sent)
 	}
-	return res, nil
+	return res, emuCPU, nil
 }
 
 // child is the subsync process: the jobs runtime on a fresh SQLite database, one import,
@@ -664,7 +663,7 @@ func runDelta(n int, dir string, inFlight, batches int) error {
 	cfg := childConfig{SinkURL: base, DataDir: dataDir, Path: path, ListID: list, InFlight: inFlight,
 		BatchesInFlight: batches, Sync: true}
 
-	first, err := runChild(cfg)
+	first, err := runChild(cfg, nil)
 	if err != nil {
 		return fmt.Errorf("first sync: %w", err)
 	}
@@ -675,7 +674,7 @@ func runDelta(n int, dir string, inFlight, batches int) error {
 	if err != nil {
 		return fmt.Errorf("change rows: %w", err)
 	}
-	second, err := runChild(cfg)
+	second, err := runChild(cfg, nil)
 	if err != nil {
 		return fmt.Errorf("second sync: %w", err)
 	}
@@ -728,17 +727,14 @@ func changeRows(path string, step int) (int, error) {
 	return changed, os.Rename(tmp, path)
 }
 
-// runChild runs one subsync child process and returns what it measured.
-func runChild(c childConfig) (childResult, error) {
+// runChild runs one subsync child process (on cpus, if any) and returns what it measured.
+func runChild(c childConfig, cpus []int) (childResult, error) {
 	c.FingerprintFlush = fpFlush
 	raw, _ := json.Marshal(c)
-	self, err := os.Executable()
+	cmd, err := childCommand(cpus, childEnv+"="+string(raw))
 	if err != nil {
 		return childResult{}, err
 	}
-	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
-	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
 		return childResult{}, fmt.Errorf("child: %w", err)
