@@ -343,7 +343,7 @@ func (s *Store) SaveFingerprints(ctx context.Context, f *FingerprintSet) error {
 			}
 			old = radixSort(old)
 		}
-		if err := saveParts(ctx, tx, f, old); err != nil {
+		if err := saveParts(ctx, tx, s.d, f, old); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, "DELETE FROM subsync_fingerprint_recent WHERE list_id = $1", f.listID)
@@ -386,8 +386,9 @@ func (s *Store) saveRecent(ctx context.Context, tx *sql.Tx, listID int64, fps []
 
 // saveParts writes the recent changes old (sorted by e-mail hash, later duplicates winning)
 // and then the pending fingerprints of f as a new part of each bucket they fall in, one
-// bucket at a time; a bucket with maxParts parts has them merged with the new one into one.
-func saveParts(ctx context.Context, tx *sql.Tx, f *FingerprintSet, old []Fingerprint) error {
+// bucket at a time, partsPerInsert parts a statement; a bucket with maxParts parts has them
+// merged with the new one into one.
+func saveParts(ctx context.Context, tx *sql.Tx, d Dialect, f *FingerprintSet, old []Fingerprint) error {
 	type parts struct{ n, last int }
 	have := make([]parts, FingerprintBuckets)
 	rows, err := tx.QueryContext(ctx, "SELECT bucket, COUNT(*), MAX(part) FROM subsync_fingerprint WHERE list_id = $1 GROUP BY bucket",
@@ -412,11 +413,26 @@ func saveParts(ctx context.Context, tx *sql.Tx, f *FingerprintSet, old []Fingerp
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	put, err := tx.PrepareContext(ctx, "INSERT INTO subsync_fingerprint (list_id, bucket, part, data) VALUES ($1, $2, $3, $4)")
-	if err != nil {
+	const cols = 4
+	var buf []byte // the parts of the next statement, one after the other
+	var args []any // list, bucket, part and the end of the part's data in buf, a part at a time
+	insert := func() error {
+		if len(args) == 0 {
+			return nil
+		}
+		start := 0
+		for i := cols - 1; i < len(args); i += cols {
+			end := args[i].(int)
+			args[i] = buf[start:end]
+			start = end
+		}
+		var b strings.Builder
+		b.WriteString("INSERT INTO subsync_fingerprint (list_id, bucket, part, data) VALUES ")
+		d.placeholders(&b, len(args)/cols, cols, 1)
+		_, err := tx.ExecContext(ctx, b.String(), args...)
+		buf, args = buf[:0], args[:0]
 		return err
 	}
-	defer put.Close()
 	var part, merged []byte
 	for bucket := range FingerprintBuckets {
 		end := 0
@@ -440,12 +456,19 @@ func saveParts(ctx context.Context, tx *sql.Tx, f *FingerprintSet, old []Fingerp
 			}
 			p.last = -1
 		}
-		if _, err := put.ExecContext(ctx, f.listID, bucket, p.last+1, part); err != nil {
-			return err
+		buf = append(buf, part...)
+		args = append(args, f.listID, bucket, p.last+1, len(buf))
+		if len(args) == partsPerInsert*cols {
+			if err := insert(); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	return insert()
 }
+
+// partsPerInsert is how many parts saveParts writes a statement.
+const partsPerInsert = 64
 
 // foldParts deletes the stored parts of a bucket and returns them merged, oldest first, with
 // newest (sorted entries) last.
