@@ -133,12 +133,31 @@ func (s *sheetScanner) next() (int, error) {
 func (s *sheetScanner) readCell(t tag) error {
 	x := s.x
 	c := &s.cell
+	c.v, c.is, c.inner = nil, nil, nil
+	c.hasIS, c.hasF = false, false
+	// The end of the element is found first: finding it may read more, which compacts or
+	// grows the buffer, and every slice taken of the buffer before that (the attributes)
+	// would then hold other bytes.
+	i := -1
+	var end []byte
+	if !t.empty {
+		// The end tag, with the prefix the start tag has.
+		var endTag [16]byte
+		end = append(append(append(endTag[:0], "</"...), t.qname...), '>')
+		if len(t.qname) > 12 {
+			end = []byte("</" + string(t.qname) + ">")
+		}
+		if i = x.index(t.n, end); i < 0 {
+			if x.err != nil {
+				return fmt.Errorf("%w: a cell in row %d is larger than %d bytes", ErrTooLarge, s.row, x.limit)
+			}
+			return fmt.Errorf("worksheet ends inside a cell of row %d (truncated?): %w", s.row, io.ErrUnexpectedEOF)
+		}
+	}
 	start := x.buf[x.pos : x.pos+t.n]
 	c.ref, _ = attr(start, "r")
 	c.typ, _ = attr(start, "t")
 	c.style, _ = attr(start, "s")
-	c.v, c.is, c.inner = nil, nil, nil
-	c.hasIS, c.hasF = false, false
 	if c.ref != nil {
 		col := 0
 		for _, ch := range c.ref {
@@ -167,20 +186,6 @@ func (s *sheetScanner) readCell(t tag) error {
 		x.pos += t.n
 		return nil
 	}
-	// The end tag, with the prefix the start tag has.
-	var endTag [16]byte
-	end := append(append(append(endTag[:0], "</"...), t.qname...), '>')
-	if len(t.qname) > 12 {
-		end = []byte("</" + string(t.qname) + ">")
-	}
-	i := x.index(t.n, end)
-	if i < 0 {
-		if x.err != nil {
-			return fmt.Errorf("%w: a cell in row %d is larger than %d bytes", ErrTooLarge, s.row, x.limit)
-		}
-		return fmt.Errorf("worksheet ends inside a cell of row %d (truncated?): %w", s.row, io.ErrUnexpectedEOF)
-	}
-	// Re-slice: index may have moved the buffer.
 	content := x.buf[x.pos+t.n : x.pos+i]
 	x.pos += i + len(end)
 	c.inner = content
