@@ -43,6 +43,7 @@
 //	                                           # against a service 20 ms away: the bound the window sets
 //
 // SUBSYNC_E2EBENCH_LOG=info shows the subsync process's log; SUBSYNC_E2EBENCH_CPUPROFILE=file makes the subsync process write a CPU profile;
+// SUBSYNC_E2EBENCH_TRACE=file makes it write an execution trace (go tool trace);
 // SUBSYNC_E2EBENCH_MEMPROFILE=file makes it write a heap profile taken when the heap in use was
 // largest, and print where its memory was (Go runtime classes, anonymous and file-backed pages)
 // when its resident set was largest; SUBSYNC_E2EBENCH_GOROUTINES=file (with MEMPROFILE) adds
@@ -62,8 +63,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -418,7 +421,12 @@ func encode(path string) ([][]byte, int, error) {
 var latency time.Duration
 
 // emulator starts a fresh emulator on a local port, adding latency to every request.
+//
+// The emulator before it is collected first: every measured run starts with the same heap in
+// this process, so the collector's work during a run (the emulator holds every row it was sent)
+// does not depend on which run came before.
 func emulator() (*sinktest.Emulator, string, func(), error) {
+	debug.FreeOSMemory()
 	emu := sinktest.New(sinktest.WithCredentials(benchUser, benchKey), sinktest.WithFaults(sinktest.Faults{Latency: latency}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -513,6 +521,13 @@ func child(raw string) int {
 		if err == nil {
 			_ = pprof.StartCPUProfile(f)
 			defer pprof.StopCPUProfile()
+		}
+	}
+	if tr := os.Getenv("SUBSYNC_E2EBENCH_TRACE"); tr != "" {
+		f, err := os.Create(tr)
+		if err == nil {
+			_ = trace.Start(f)
+			defer trace.Stop()
 		}
 	}
 	if prof := os.Getenv("SUBSYNC_E2EBENCH_MEMPROFILE"); prof != "" {
