@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"runtime"
 	"slices"
 	"time"
 
@@ -234,6 +235,11 @@ func (t *batcher) dispatch(ctx context.Context, b *batch) error {
 		case <-t.done:
 		}
 	}()
+	// Let the new goroutine start the request now: on a busy core it would otherwise wait
+	// until this goroutine blocks, and readied goroutines queued meanwhile (the mappers) run
+	// before it. Measured with e2ebench -latency 20ms on one core: the request started 1.4 ms
+	// after its batch was sent, 5% of a round trip, and 0.1 ms with this.
+	runtime.Gosched()
 	return nil
 }
 
