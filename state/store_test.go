@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -593,6 +594,55 @@ func TestFingerprintTiers(t *testing.T) {
 	})
 }
 
+// TestFingerprintSaveInSteps: a large save with no recent changes is written a few hundred
+// buckets at a time, calling between after each step (a run writes its checkpoints there);
+// fingerprints added meanwhile are saved, by the steps to come or, in buckets already
+// written, by the next save, and an e-mail added again keeps its later payload.
+func TestFingerprintSaveInSteps(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		want := map[uint64]uint64{}
+		set := state.NewFingerprintSet(4)
+		for i := range 40_000 {
+			e := state.EmailHash(fmt.Sprintf("step%d@example.com", i))
+			set.Add(state.Fingerprint{Email: e, Payload: 1})
+			want[e] = 1
+		}
+		steps, rowsAt := 0, []int{}
+		require.NoError(t, s.SaveFingerprintsStepped(ctx, set, func() {
+			steps++
+			var n int
+			require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_fingerprint WHERE list_id = 4").Scan(&n))
+			rowsAt = append(rowsAt, n)
+			// Meanwhile a checkpoint records more rows: one new e-mail, one seen before.
+			e := state.EmailHash(fmt.Sprintf("between%d@example.com", steps))
+			set.Add(state.Fingerprint{Email: e, Payload: 2})
+			want[e] = 2
+			old := state.EmailHash(fmt.Sprintf("step%d@example.com", steps*1000))
+			set.Add(state.Fingerprint{Email: old, Payload: 3})
+			want[old] = 3
+		}))
+		require.Equal(t, 16, steps)
+		require.True(t, slices.IsSorted(rowsAt) && rowsAt[0] > 0 && rowsAt[0] < rowsAt[len(rowsAt)-1],
+			"each step commits its buckets: %v", rowsAt)
+		require.Positive(t, set.Pending(), "what was added to buckets already written waits for the next save")
+		require.Less(t, set.Pending(), 2*steps)
+		require.NoError(t, s.SaveFingerprintsStepped(ctx, set, nil))
+		require.Zero(t, set.Pending())
+
+		got, err := s.LoadFingerprints(ctx, 4)
+		require.NoError(t, err)
+		require.Equal(t, len(want), got.Len())
+		for e, p := range want {
+			v, ok := lookup(got, e)
+			require.True(t, ok, "an e-mail lost")
+			require.Equal(t, p, v, "a stale payload")
+		}
+	})
+}
+
 // hashOf hashes strings in order with a state.Hasher, as a run hashes a payload.
 func hashOf(parts ...string) uint64 {
 	h := state.NewHasher()
@@ -1122,5 +1172,25 @@ func TestFingerprintMemory(t *testing.T) {
 		fp, ok := loaded.Lookup(e)
 		require.True(t, ok)
 		require.Equal(t, state.Fingerprint{Email: e, Payload: uint64(i) + 1, Source: uint64(i)}, fp)
+	}
+}
+
+// BenchmarkCheckpoint writes the checkpoint of an acknowledged 1000-row batch, as a run does
+// after each acknowledgement: a slot of the window waits for it before the next batch goes.
+func BenchmarkCheckpoint(b *testing.B) {
+	ctx := context.Background()
+	db, err := state.OpenSQLite(ctx, filepath.Join(b.TempDir(), "subsync.db"))
+	require.NoError(b, err)
+	defer db.Close()
+	_, err = state.Migrate(ctx, db, state.SQLite)
+	require.NoError(b, err)
+	s := state.New(db, state.SQLite)
+	run, err := s.ClaimRun(ctx, state.Claim{JobID: 1, Kind: "import", ListID: 1, Source: "x.csv", Owner: "a", TTL: time.Minute})
+	require.NoError(b, err)
+	pos := int64(0)
+	for b.Loop() {
+		pos += 1000
+		require.NoError(b, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "a", TTL: time.Minute, Position: pos,
+			Delta: state.Counts{Read: 1000, Sent: 1000, Batches: 1, Requests: 1}}))
 	}
 }
