@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/subsync/subsync/sink"
@@ -50,6 +51,7 @@ type committer struct {
 	pending    int              // queued, not yet back
 	err        error            // a checkpoint failed (lease lost): nothing more is checkpointed
 	saveFailed bool             // saving fingerprints failed: not tried again this run
+	saving     atomic.Bool      // the writer saves fingerprints, writing checkpoints between its steps
 	stop       chan struct{}    // closed when the run ends: the writer stops handing back
 	result     chan error
 }
@@ -148,10 +150,13 @@ func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch
 		}
 	}
 	c.pending++
-	if now && c.pending == 1 {
-		// Nothing is queued or being written: the writer waits for the next unit, and every
-		// unit it wrote was taken back (written) on this goroutine, so this goroutine may
-		// write and touch the fingerprints meanwhile.
+	if now && c.pending == 1 && !c.saving.Load() && c.fps.Pending()+len(u.fps) < c.fpFlush {
+		// Nothing is queued or being written, and no fingerprints are being saved: the
+		// writer waits for the next unit, and every unit it wrote was taken back (written)
+		// on this goroutine, so this goroutine may write and touch the fingerprints
+		// meanwhile. (The writer sets saving before it hands back the units whose
+		// fingerprints made it save.) A unit that brings the fingerprints pending to
+		// FingerprintFlush goes to the writer, which saves them.
 		c.commit(ctx, []*commitUnit{u})
 		c.written(u)
 		return
@@ -261,19 +266,56 @@ func (c *committer) write(ctx context.Context) error {
 			}
 		}
 		c.commit(ctx, units)
-		for _, u := range units {
-			select {
-			case c.done <- u:
-			case <-c.stop:
-			}
+		save := units[len(units)-1].err == nil && c.fps.Pending() >= c.fpFlush && !c.saveFailed
+		if save {
+			c.saving.Store(true)
+		}
+		c.handBack(units)
+		if save {
+			// The checkpoints queued meanwhile are written between the save's steps: the
+			// window's slots do not wait for the whole save.
+			c.save(ctx, func() { c.drain(ctx) })
+			c.saving.Store(false)
 		}
 	}
-	c.save(ctx)
+	c.save(ctx, nil)
 	return nil
 }
 
-// commit writes consecutive checkpoints in one transaction, records the units' outcome, adds
-// their fingerprints, and saves the fingerprints once FingerprintFlush are pending.
+// handBack gives written units back to the engine.
+func (c *committer) handBack(units []*commitUnit) {
+	for _, u := range units {
+		select {
+		case c.done <- u:
+		case <-c.stop:
+		}
+	}
+}
+
+// drain writes the checkpoints queued, if any, and hands them back (between the steps of a
+// save, on the writer goroutine).
+func (c *committer) drain(ctx context.Context) {
+	var units []*commitUnit
+more:
+	for len(units) < maxPendingCommits {
+		select {
+		case u, ok := <-c.commits:
+			if !ok {
+				break more // the run ends: write what is left, the loop in write stops
+			}
+			units = append(units, u)
+		default:
+			break more
+		}
+	}
+	if len(units) > 0 {
+		c.commit(ctx, units)
+		c.handBack(units)
+	}
+}
+
+// commit writes consecutive checkpoints in one transaction, records the units' outcome and
+// adds their fingerprints (the writer saves them once FingerprintFlush are pending).
 func (c *committer) commit(ctx context.Context, units []*commitUnit) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	err := c.store.Checkpoint(wctx, mergeCheckpoints(units))
@@ -286,19 +328,16 @@ func (c *committer) commit(ctx context.Context, units []*commitUnit) {
 			}
 		}
 	}
-	if err == nil && c.fps.Pending() >= c.fpFlush {
-		c.save(ctx)
-	}
 }
 
-// save saves the fingerprints pending.
-func (c *committer) save(ctx context.Context) {
+// save saves the fingerprints pending, calling between (unless nil) between its steps.
+func (c *committer) save(ctx context.Context, between func()) {
 	if c.fps.Pending() == 0 || c.saveFailed {
 		return
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	if err := c.store.SaveFingerprints(wctx, c.fps); err != nil {
+	if err := c.store.SaveFingerprintsStepped(wctx, c.fps, between); err != nil {
 		// Not fatal: a missing fingerprint only makes the next sync send the row again.
 		c.log.WarnContext(ctx, "could not save delta fingerprints", slog.Any("error", err))
 		c.saveFailed = true

@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -48,4 +50,46 @@ func TestCommitterCountsRowsTheCheckpointCovers(t *testing.T) {
 		Row: `["x@example.com","=X"]`}, rejects[0], "a refused row is recorded whole")
 	require.Equal(t, 5, rejects[1].Line)
 	require.Equal(t, []*batch{b}, released)
+}
+
+// savingStore is a memStore whose first fingerprint save (of several steps) lasts until a
+// checkpoint was written between its steps, or 10 s.
+type savingStore struct {
+	*memStore
+	saves  int
+	during int // checkpoints written between the steps of the first save
+}
+
+func (s *savingStore) SaveFingerprintsStepped(_ context.Context, _ *state.FingerprintSet, between func()) error {
+	if s.saves++; s.saves > 1 || between == nil {
+		return nil
+	}
+	count := func() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.cps) }
+	before := count()
+	for deadline := time.Now().Add(10 * time.Second); count() == before && time.Now().Before(deadline); {
+		between()
+		runtime.Gosched()
+	}
+	s.during = count() - before
+	return nil
+}
+
+// TestCheckpointsGoOnDuringFingerprintSave: a run goes on while its fingerprints are saved:
+// the checkpoints of the batches acknowledged meanwhile are written between the save's steps
+// (freeing the window's slots), not after the whole save; the books stay exact.
+func TestCheckpointsGoOnDuringFingerprintSave(t *testing.T) {
+	t.Parallel()
+	const n = 20_000
+	cfg, mem := stubConfig(t, people(n, nil), &ackSender{})
+	store := &savingStore{memStore: mem}
+	cfg.Store, cfg.FingerprintFlush = store, 3000
+	e, err := New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, e.Run(context.Background(), 0))
+
+	require.Positive(t, store.during, "no checkpoint was written while the fingerprints were saved")
+	got, pos, _ := mem.total()
+	require.Equal(t, int64(n), pos)
+	require.Equal(t, int64(n), got.Read)
+	require.Equal(t, int64(n), got.Sent)
 }

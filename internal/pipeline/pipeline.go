@@ -33,7 +33,9 @@ type Sender interface {
 // Store is what a run needs of the database; StateStore adapts a *state.Store.
 type Store interface {
 	Checkpoint(ctx context.Context, cp state.Checkpoint) error
-	SaveFingerprints(ctx context.Context, f *state.FingerprintSet) error
+	// SaveFingerprintsStepped saves the fingerprints pending; it may do so in steps,
+	// calling between (unless nil) after each (see state.Store.SaveFingerprintsStepped).
+	SaveFingerprintsStepped(ctx context.Context, f *state.FingerprintSet, between func()) error
 	SuppressionVersion(ctx context.Context) (int64, error)
 	LoadSuppressions(ctx context.Context, listID int64) (Suppressions, error)
 }

@@ -30,8 +30,10 @@ func (s *memStore) Checkpoint(_ context.Context, cp state.Checkpoint) error {
 	return nil
 }
 
-func (s *memStore) SaveFingerprints(context.Context, *state.FingerprintSet) error { return nil }
-func (s *memStore) SuppressionVersion(context.Context) (int64, error)             { return 1, nil }
+func (s *memStore) SaveFingerprintsStepped(context.Context, *state.FingerprintSet, func()) error {
+	return nil
+}
+func (s *memStore) SuppressionVersion(context.Context) (int64, error) { return 1, nil }
 func (s *memStore) LoadSuppressions(context.Context, int64) (Suppressions, error) {
 	return s.sup, nil
 }
