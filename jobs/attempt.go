@@ -200,6 +200,7 @@ func (a *attempt) finish(ctx, jobCtx context.Context, workErr, cause error) erro
 			a.log.ErrorContext(ctx, "could not record the end of the run", slog.Any("error", err))
 			return
 		}
+		defer rt.signalRunEnded()
 		if got, err := rt.store.Run(ctx, run.ID); err == nil {
 			rt.metrics.runFinished(run, st, got.Duration())
 			rt.runFinal(ctx, got)

@@ -226,3 +226,27 @@ func TestCancelRunningImport(t *testing.T) {
 		require.ErrorContains(t, rt.CancelJob(ctx, jobID), "already ended")
 	})
 }
+
+// TestWaitReturnsWhenTheRunEnds: Wait working the job in this process returns when its run
+// ends, not at its next poll (PollInterval here is an hour; `subsync import --wait` polls
+// every 500 ms by default), and the job is settled: the same sync could be queued at once.
+func TestWaitReturnsWhenTheRunEnds(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		b := setup(t, backend)
+		b.cfg.PollInterval = time.Hour
+		rt := b.open(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		jobID, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: contacts(t, t.TempDir(), 1500, nil), ListID: b.listID})
+		require.NoError(t, err)
+		run, err := rt.Wait(ctx, jobID, nil)
+		require.NoError(t, err, "Wait did not return before its next poll")
+		require.Equal(t, state.RunCompleted, run.State)
+		require.Equal(t, int64(1500), run.Counts.Sent)
+		left, err := rt.Jobs(ctx)
+		require.NoError(t, err)
+		require.Empty(t, left, "the job is settled when Wait returns")
+	})
+}

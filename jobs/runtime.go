@@ -42,6 +42,7 @@ type Runtime struct {
 	service serviceHealth
 
 	mu       sync.Mutex
+	ended    chan struct{} // closed (and replaced) when a run of this process reaches a final state
 	working  bool          // the River client is started (by Run or Wait)
 	stopping chan struct{} // closed when the working session starts stopping
 	periodic bool          // schedules were added to the client
@@ -434,4 +435,25 @@ func (h *serviceHealth) unreachable() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.down
+}
+
+// runEnded returns a channel closed when a run worked by this process next reaches a final
+// state, so that Wait need not wait for its next poll.
+func (rt *Runtime) runEnded() <-chan struct{} {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.ended == nil {
+		rt.ended = make(chan struct{})
+	}
+	return rt.ended
+}
+
+// signalRunEnded wakes the Waits of this process: a run reached a final state.
+func (rt *Runtime) signalRunEnded() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.ended != nil {
+		close(rt.ended)
+		rt.ended = nil
+	}
 }

@@ -30,8 +30,8 @@ type Progress struct {
 	Counts            state.Counts
 }
 
-// Wait follows a job until its run ends, calling progress (if not nil) every PollInterval,
-// and returns the run. A run that failed or was cancelled is returned with an error wrapping
+// Wait follows a job until its run ends, calling progress (if not nil) every PollInterval
+// and as soon as a run worked by this process ends, and returns the run. A run that failed or was cancelled is returned with an error wrapping
 // ErrRunFailed or ErrRunCancelled.
 //
 // Unless Run is working jobs in this process, Wait works them itself: it starts a River
@@ -54,6 +54,7 @@ func (rt *Runtime) Wait(ctx context.Context, jobID int64, progress func(Progress
 	t := time.NewTicker(rt.cfg.PollInterval)
 	defer t.Stop()
 	for {
+		ended := rt.runEnded() // before reading the run: an end recorded after the read wakes this
 		run, err := rt.store.RunByJob(ctx, jobID)
 		switch {
 		case err == nil:
@@ -63,13 +64,13 @@ func (rt *Runtime) Wait(ctx context.Context, jobID int64, progress func(Progress
 			}
 			switch run.State {
 			case state.RunCompleted:
-				return run, rt.awaitJobSettled(ctx, jobID, t)
+				return run, rt.awaitJobSettled(ctx, jobID)
 			case state.RunFailed:
 				return run, errors.Join(fmt.Errorf("run %d (job %d): %w: %s", run.ID, jobID, ErrRunFailed, run.Error),
-					rt.awaitJobSettled(ctx, jobID, t))
+					rt.awaitJobSettled(ctx, jobID))
 			case state.RunCancelled:
 				return run, errors.Join(fmt.Errorf("run %d (job %d): %w", run.ID, jobID, ErrRunCancelled),
-					rt.awaitJobSettled(ctx, jobID, t))
+					rt.awaitJobSettled(ctx, jobID))
 			}
 		case errors.Is(err, state.ErrNotFound):
 			if progress != nil {
@@ -97,15 +98,18 @@ func (rt *Runtime) Wait(ctx context.Context, jobID int64, progress func(Progress
 		case <-ctx.Done():
 			return run, ctx.Err()
 		case <-t.C:
+		case <-ended: // a run of this process ended: perhaps this one
 		}
 	}
 }
 
 // awaitJobSettled waits until River has recorded the end of a job whose run has ended. The
 // run's state is written by the worker before it returns to River, and River records the
-// job's end asynchronously: until then the job still counts as running, so queueing the same
-// sync again right after Wait would be refused as already queued.
-func (rt *Runtime) awaitJobSettled(ctx context.Context, jobID int64, t *time.Ticker) error {
+// job's end asynchronously (within tens of milliseconds): until then the job still counts as
+// running, so queueing the same sync again right after Wait would be refused as already
+// queued. It looks again after 5 ms, then twice as long each time, up to PollInterval.
+func (rt *Runtime) awaitJobSettled(ctx context.Context, jobID int64) error {
+	wait := 5 * time.Millisecond
 	for {
 		job, err := rt.q.JobGet(ctx, jobID)
 		if errors.Is(err, rivertype.ErrNotFound) {
@@ -117,10 +121,13 @@ func (rt *Runtime) awaitJobSettled(ctx context.Context, jobID int64, t *time.Tic
 		if job.State != rivertype.JobStateRunning {
 			return nil
 		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return ctx.Err()
-		case <-t.C:
+		case <-timer.C:
 		}
+		wait = min(2*wait, rt.cfg.PollInterval)
 	}
 }
