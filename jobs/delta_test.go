@@ -260,3 +260,38 @@ func TestDeltaSourceValues(t *testing.T) {
 		require.Equal(t, "Bobby", bob.Fields["firstname"])
 	})
 }
+
+// TestDeltaDuplicatesKnownAndNew: in a delta sync, a duplicate is found whether its address
+// has a fingerprint (it was sent before) or not, and however its case differs: under
+// duplicates = first the earlier row stays, unchanged or new.
+func TestDeltaDuplicatesKnownAndNew(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend)
+		path := t.TempDir() + "/crm.csv"
+		write := func(body string) { require.NoError(t, os.WriteFile(path, []byte(body), 0o600)) }
+		write("E-post,Fornavn\na@example.com,Ada\nb@example.com,Bob\n")
+		spec := &mapping.Spec{Columns: map[string]mapping.Column{"E-post": {To: "email"}, "Fornavn": {To: "firstname"}},
+			Duplicates: mapping.DuplicatesFirst}
+		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path}, Mapping: spec}}
+		rt := b.open(t)
+		syncNow := func() state.Run {
+			t.Helper()
+			id, err := rt.EnqueueSync(ctx, "crm", false)
+			return waitRun(t, rt, id, err)
+		}
+		require.Equal(t, state.Counts{Read: 2, Sent: 2, Batches: 1, Requests: 1}, syncNow().Counts)
+
+		write("E-post,Fornavn\na@example.com,Ada\nnew@example.com,Nina\n A@Example.COM ,Changed\nNEW@example.com,Other\n" +
+			"b@example.com,Bob\nc@example.com,Cy\nb@example.com,Bobby\n")
+		got := syncNow().Counts
+		require.Equal(t, state.Counts{Read: 7, Unchanged: 2, Sent: 2, Duplicates: 3, Batches: 1, Requests: 1}, got)
+		for email, name := range map[string]string{"a@example.com": "Ada", "new@example.com": "Nina", "b@example.com": "Bob", "c@example.com": "Cy"} {
+			s, ok := b.emu.SubscriberByEmail(email)
+			require.True(t, ok, email)
+			require.Equal(t, name, s.Fields["firstname"], "the first row for %s stays", email)
+		}
+	})
+}

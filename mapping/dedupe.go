@@ -57,7 +57,14 @@ func (d *Deduper) Observe(email string) (seen bool) {
 // Check decides about one mapped row: send reports whether to send it; rej is set when the
 // policy is reject and the row is a duplicate.
 func (d *Deduper) Check(row Row) (send bool, rej *Reject) {
-	if !d.Observe(row.Sub.Email) {
+	return d.Decide(row, d.Observe(row.Sub.Email))
+}
+
+// Decide is Check for a caller that keeps track of the addresses seen itself (a delta run
+// notes the addresses it has fingerprints of in a bitmap): seen is whether the row's e-mail
+// came before.
+func (d *Deduper) Decide(row Row, seen bool) (send bool, rej *Reject) {
+	if !seen {
 		return true, nil
 	}
 	d.dups++

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"strings"
@@ -61,6 +62,7 @@ func EmailHash(email string) uint64 {
 type FingerprintSet struct {
 	listID   int64
 	loaded   [][]byte // per bucket: sorted entries as stored; nil when empty
+	first    []int32  // per bucket: the position of its first entry among all loaded (see Index)
 	n        int
 	pending  [][][]Fingerprint // per bucket: blocks of pendingBlock entries, in the order added
 	npending int
@@ -96,10 +98,23 @@ func (f *FingerprintSet) Pending() int { return f.npending }
 // (within a few entries, in the same cache lines): Lookup starts there and walks, touching
 // one or two cache lines where a binary search over a cold bucket would miss on every probe.
 func (f *FingerprintSet) Lookup(email uint64) (Fingerprint, bool) {
-	b := f.loaded[bucketOf(email)]
+	fp, _, ok := f.lookup(email)
+	return fp, ok
+}
+
+// Index returns the position of an e-mail hash's entry among the n loaded (0 to Len()-1),
+// for a caller that keeps a bit per loaded entry: a run notes there which addresses it read.
+func (f *FingerprintSet) Index(email uint64) (int, bool) {
+	_, i, ok := f.lookup(email)
+	return i, ok
+}
+
+func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool) {
+	bucket := bucketOf(email)
+	b := f.loaded[bucket]
 	n := len(b) / fpEntrySize
 	if n == 0 {
-		return Fingerprint{}, false
+		return Fingerprint{}, 0, false
 	}
 	key := func(i int) uint64 { return binary.LittleEndian.Uint64(b[i*fpEntrySize:]) }
 	hi, _ := bits.Mul64(email<<12, uint64(n)) // (low 52 bits / 2^52) × n
@@ -114,17 +129,18 @@ func (f *FingerprintSet) Lookup(email uint64) (Fingerprint, bool) {
 	}
 	if i < n && key(i) == email {
 		return Fingerprint{Email: email, Payload: binary.LittleEndian.Uint64(b[i*fpEntrySize+8:]),
-			Source: binary.LittleEndian.Uint64(b[i*fpEntrySize+16:])}, true
+			Source: binary.LittleEndian.Uint64(b[i*fpEntrySize+16:])}, int(f.first[bucket]) + i, true
 	}
-	return Fingerprint{}, false
+	return Fingerprint{}, 0, false
 }
 
 // LookupBatch looks up many e-mail hashes at once: for each emails[i] it sets fps[i] and
-// found[i] as Lookup would (both must be at least as long as emails). It first touches
+// found[i] as Lookup would, and idx[i] as Index would unless idx is nil (each at least as
+// long as emails). It first touches
 // where each entry should be, with no branch on what it reads, so the memory loads of many
 // lookups are in flight together; the lookups then find their entries in the cache. For a
 // large set this is several times faster than one Lookup after the other.
-func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found []bool) {
+func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found []bool, idx []int32) {
 	var sink uint64
 	for _, e := range emails {
 		b := f.loaded[bucketOf(e)]
@@ -135,7 +151,11 @@ func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found [
 	}
 	touchSink.Store(sink)
 	for i, e := range emails {
-		fps[i], found[i] = f.Lookup(e)
+		var k int
+		fps[i], k, found[i] = f.lookup(e)
+		if idx != nil {
+			idx[i] = int32(k)
+		}
 	}
 }
 
@@ -271,8 +291,13 @@ func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*Fingerprin
 		f.loaded[bucket] = slices.Clone(merged)
 		start = end
 	}
-	for _, b := range f.loaded {
+	f.first = make([]int32, FingerprintBuckets)
+	for i, b := range f.loaded {
+		f.first[i] = int32(f.n)
 		f.n += len(b) / fpEntrySize
+	}
+	if f.n > math.MaxInt32 {
+		return nil, fmt.Errorf("load fingerprints of list %d: %d fingerprints, at most %d", listID, f.n, math.MaxInt32)
 	}
 	return f, nil
 }

@@ -835,7 +835,7 @@ func BenchmarkFingerprints(b *testing.B) {
 		start = time.Now()
 		fps, found := make([]state.Fingerprint, 1000), make([]bool, 1000)
 		for i := 0; i < n; i += 1000 {
-			loaded.LookupBatch(emails[i:i+1000], fps, found)
+			loaded.LookupBatch(emails[i:i+1000], fps, found, nil)
 			if !found[999] || fps[999].Payload != uint64(i+999) {
 				b.Fatal("lost a fingerprint")
 			}

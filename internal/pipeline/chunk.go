@@ -34,6 +34,7 @@ type chunk struct {
 	cands    []cand
 	candFPs  []state.Fingerprint // the fingerprints stored for cands (looked up by a mapper)
 	candHit  []bool              // whether one is stored
+	candIdx  []int32             // where it is among the loaded ones (FingerprintSet.Index)
 	candKeys []uint64            // scratch: the cands' e-mail hashes
 	rows     []mapping.Row
 	arena    mapping.Arena    // the values the rows' mapping made; reset by release only
@@ -84,7 +85,7 @@ func (c *chunk) release() {
 	*c = chunk{arena: c.arena, recs: c.recs[:0], before: c.before[:0], rows: c.rows[:0], sources: c.sources[:0],
 		dups: c.dups[:0], emails: c.emails[:0], payloads: c.payloads[:0], outcomes: c.outcomes[:0],
 		skip: c.skip[:0], observe: c.observe[:0], stored: c.stored[:0], known: c.known[:0],
-		cands: c.cands[:0], candFPs: c.candFPs[:0], candHit: c.candHit[:0], candKeys: c.candKeys[:0], vals: c.vals[:0], warns: c.warns[:0],
+		cands: c.cands[:0], candFPs: c.candFPs[:0], candHit: c.candHit[:0], candIdx: c.candIdx[:0], candKeys: c.candKeys[:0], vals: c.vals[:0], warns: c.warns[:0],
 		obsKeys: c.obsKeys[:0], read: c.read[:0], members: c.members[:0]}
 }
 

@@ -266,10 +266,11 @@ func (p *producer) lookup(c *chunk) {
 	c.candKeys = slices.Grow(c.candKeys[:0], n)[:n]
 	c.candFPs = slices.Grow(c.candFPs[:0], n)[:n]
 	c.candHit = slices.Grow(c.candHit[:0], n)[:n]
+	c.candIdx = slices.Grow(c.candIdx[:0], n)[:n]
 	for i := range c.cands {
 		c.candKeys[i] = c.cands[i].key
 	}
-	p.fps.LookupBatch(c.candKeys, c.candFPs, c.candHit)
+	p.fps.LookupBatch(c.candKeys, c.candFPs, c.candHit, c.candIdx)
 }
 
 // sourceHash is the hash of a record's mapped columns (with the mapping's fingerprint and the
