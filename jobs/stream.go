@@ -60,6 +60,22 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	if rt.sinkErr != nil {
 		return cfg, nil, permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
 	}
+	type loaded struct {
+		fps *state.FingerprintSet
+		err error
+	}
+	var fpsLoaded chan loaded
+	if s.delta && !s.verify {
+		// The fingerprints (24 bytes a row, tens of milliseconds for a million) load while
+		// the source opens and the service is asked about the list and its fields.
+		lctx, cancel := context.WithCancel(ctx)
+		defer cancel() // an early return stops the load; the goroutine's send does not block
+		fpsLoaded = make(chan loaded, 1)
+		go func() {
+			fps, err := rt.store.LoadFingerprints(lctx, s.listID)
+			fpsLoaded <- loaded{fps, err}
+		}()
+	}
 	src := s.source
 	if src.IsHeader == nil {
 		// A workbook without a sheet or header row given: the mapping finds them.
@@ -125,10 +141,12 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		}
 		log.InfoContext(ctx, "read the list in the service to verify against it", slog.Int64("list_id", s.listID),
 			slog.Int("subscribers", held.Len()))
-	} else if s.delta {
-		if fps, err = rt.store.LoadFingerprints(ctx, s.listID); err != nil {
-			return cfg, nil, err
+	} else if fpsLoaded != nil {
+		l := <-fpsLoaded
+		if l.err != nil {
+			return cfg, nil, l.err
 		}
+		fps = l.fps
 	}
 	cfg = pipeline.Config{
 		Reader:           r,
