@@ -383,6 +383,24 @@ CREATE TABLE subsync_erasure_request (
 )`,
 	},
 	{
+		version: 8,
+		name:    "batches acknowledged above a run's checkpoint: a resumed run does not send them again",
+		sqlite: `
+CREATE TABLE subsync_run_acked (
+    run_id  INTEGER NOT NULL,
+    max_ord INTEGER NOT NULL,
+    ords    BLOB    NOT NULL,
+    PRIMARY KEY (run_id, max_ord)
+)`,
+		postgres: `
+CREATE TABLE subsync_run_acked (
+    run_id  BIGINT NOT NULL,
+    max_ord BIGINT NOT NULL,
+    ords    BYTEA  NOT NULL,
+    PRIMARY KEY (run_id, max_ord)
+)`,
+	},
+	{
 		version: 9,
 		name:    "fingerprint buckets in parts: a large save appends a part to each bucket instead of rewriting it",
 		sqlite: `

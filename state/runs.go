@@ -3,8 +3,10 @@ package state
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -233,6 +235,10 @@ type Checkpoint struct {
 	// Roster is what the stretch changes in the sync's roster (nil: nothing), written in the
 	// same transaction: a killed run neither loses nor repeats it.
 	Roster *RosterChange
+	// Acked are the ordinals (each ascending) of batches the service acknowledged above
+	// Position, counted in Delta: a resumed run reads them again for their e-mails only (see
+	// AckedAbove). The records of batches at or below Position are dropped.
+	Acked [][]int64
 }
 
 // SetTotals records what is known in advance of a run's size.
@@ -270,6 +276,9 @@ WHERE id = $1 AND lease_owner = $2`,
 		if err := s.writeRoster(ctx, tx, cp.Roster); err != nil {
 			return err
 		}
+		if err := s.writeAcked(ctx, tx, cp); err != nil {
+			return err
+		}
 		if err := insertRejects(ctx, tx, s.d, cp.RunID, "subsync_reject", cp.Rejects); err != nil {
 			return err
 		}
@@ -305,7 +314,14 @@ WHERE id = $1 AND lease_owner = $2`, runID, owner, string(state), errMsg)
 	if err != nil {
 		return fmt.Errorf("finish run %d: %w", runID, err)
 	}
-	return fenced(res, runID)
+	if err := fenced(res, runID); err != nil {
+		return err
+	}
+	// A run that ended short of its last row leaves records no attempt will read.
+	if _, err := s.db.ExecContext(ctx, "DELETE FROM subsync_run_acked WHERE run_id = $1", runID); err != nil {
+		return fmt.Errorf("finish run %d: %w", runID, err)
+	}
+	return nil
 }
 
 // CancelQueued records a run for a job cancelled before any attempt claimed it, or marks an
@@ -475,4 +491,81 @@ WHERE job_id = $1 AND ((lease_owner <> '' AND lease_until >= `+s.d.nowExpr()+`)
 		return false, fmt.Errorf("check lease of job %d: %w", jobID, err)
 	}
 	return n > 0, nil
+}
+
+// writeAcked records the batches a checkpoint counts above its position and drops the
+// records its position now covers.
+func (s *Store) writeAcked(ctx context.Context, tx *sql.Tx, cp Checkpoint) error {
+	for _, ords := range cp.Acked {
+		if len(ords) == 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO subsync_run_acked (run_id, max_ord, ords) VALUES ($1, $2, $3)
+ON CONFLICT (run_id, max_ord) DO NOTHING`, cp.RunID, ords[len(ords)-1], encodeOrdinals(ords)); err != nil {
+			return fmt.Errorf("checkpoint run %d: record acknowledged batch: %w", cp.RunID, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM subsync_run_acked WHERE run_id = $1 AND max_ord <= $2",
+		cp.RunID, cp.Position); err != nil {
+		return fmt.Errorf("checkpoint run %d: %w", cp.RunID, err)
+	}
+	return nil
+}
+
+// AckedAbove returns, ascending, the ordinals above position of the batches a run's
+// checkpoints recorded as acknowledged (Checkpoint.Acked): rows an earlier attempt delivered
+// and counted, which the attempt resuming at position must not send again.
+func (s *Store) AckedAbove(ctx context.Context, runID, position int64) ([]int64, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT ords FROM subsync_run_acked WHERE run_id = $1 AND max_ord > $2", runID, position)
+	if err != nil {
+		return nil, fmt.Errorf("read acknowledged batches of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return nil, fmt.Errorf("read acknowledged batches of run %d: %w", runID, err)
+		}
+		ords, err := decodeOrdinals(data)
+		if err != nil {
+			return nil, fmt.Errorf("read acknowledged batches of run %d: %w", runID, err)
+		}
+		for _, o := range ords {
+			if o > position {
+				out = append(out, o)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read acknowledged batches of run %d: %w", runID, err)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// encodeOrdinals encodes ascending ordinals as varints: the first, then the differences.
+func encodeOrdinals(ords []int64) []byte {
+	out := make([]byte, 0, 2*len(ords)+8)
+	prev := int64(0)
+	for _, o := range ords {
+		out = binary.AppendUvarint(out, uint64(o-prev))
+		prev = o
+	}
+	return out
+}
+
+func decodeOrdinals(data []byte) ([]int64, error) {
+	var out []int64
+	prev := int64(0)
+	for len(data) > 0 {
+		d, n := binary.Uvarint(data)
+		if n <= 0 {
+			return nil, errors.New("malformed ordinals")
+		}
+		prev += int64(d)
+		out = append(out, prev)
+		data = data[n:]
+	}
+	return out, nil
 }

@@ -1194,3 +1194,44 @@ func BenchmarkCheckpoint(b *testing.B) {
 			Delta: state.Counts{Read: 1000, Sent: 1000, Batches: 1, Requests: 1}}))
 	}
 }
+
+// TestAckedBatches: a checkpoint records the batches acknowledged above its position; the
+// attempt resuming there reads their ordinals back (AckedAbove), and a later checkpoint
+// whose position covers a batch drops its record.
+func TestAckedBatches(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		run, err := s.ClaimRun(ctx, state.Claim{JobID: 21, Kind: "import", ListID: 1, Source: "x.csv", Owner: "a", TTL: time.Minute})
+		require.NoError(t, err)
+		far := []int64{1_000_001, 1_000_300, 5_000_000_000}
+		require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "a", TTL: time.Minute, Position: 1000,
+			Delta: state.Counts{Read: 1000, Sent: 1005}, Acked: [][]int64{{1001, 1003, 1004}, {2000, 2001}, far}}))
+		got, err := s.AckedAbove(ctx, run.ID, 1000)
+		require.NoError(t, err)
+		require.Equal(t, []int64{1001, 1003, 1004, 2000, 2001, 1_000_001, 1_000_300, 5_000_000_000}, got)
+
+		require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "a", TTL: time.Minute, Position: 2001,
+			Delta: state.Counts{Read: 1001}}))
+		got, err = s.AckedAbove(ctx, run.ID, 2001)
+		require.NoError(t, err)
+		require.Equal(t, far, got, "the batches the position covers are dropped")
+		var n int
+		require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_run_acked WHERE run_id = $1", run.ID).Scan(&n))
+		require.Equal(t, 1, n)
+
+		// Another owner cannot record anything (the checkpoint is fenced).
+		err = s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "b", TTL: time.Minute, Position: 2001,
+			Acked: [][]int64{{3000}}})
+		require.ErrorIs(t, err, state.ErrLeaseLost)
+		got, err = s.AckedAbove(ctx, run.ID, 2001)
+		require.NoError(t, err)
+		require.Equal(t, far, got)
+
+		require.NoError(t, s.Finish(ctx, run.ID, "a", state.RunFailed, "gave up"))
+		got, err = s.AckedAbove(ctx, run.ID, 0)
+		require.NoError(t, err)
+		require.Empty(t, got, "a finished run keeps no records")
+	})
+}
