@@ -199,6 +199,10 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 	}
 	kind, sync := a.run.Kind, syncLabel(a.run.Kind, a.run.Name)
 	cfg.RunID, cfg.Owner = a.run.ID, a.owner
+	// The batches an earlier attempt had acknowledged above the checkpoint are not sent again.
+	if cfg.Done, err = rt.store.AckedAbove(ctx, a.run.ID, a.run.Position); err != nil {
+		return "", err
+	}
 	cfg.Stopping = rt.stoppingChan()
 	cfg.OnCommit = func(c state.Counts) { rt.metrics.addCounts(kind, sync, c) }
 	p, err := pipeline.New(cfg)

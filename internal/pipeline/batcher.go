@@ -15,8 +15,8 @@ import (
 const lagRows = 10 * sink.MaxBatchRows
 
 // The batcher is the third stage: it places the filtered rows in batches, one open batch per
-// status group, and sends them, with at most a window of batches sent and not yet
-// checkpointed. A row whose e-mail is in a sent, unacknowledged batch waits for that batch's
+// status group, and sends them, with at most a window of batches sent and not yet counted by
+// a written checkpoint (see committer.countBatch). A row whose e-mail is in a sent, unacknowledged batch waits for that batch's
 // acknowledgement before its own batch is sent, so the last row for an e-mail wins.
 //
 // It runs on the engine's goroutine; each batch is sent on a goroutine of its own, which
@@ -45,15 +45,14 @@ type batcher struct {
 }
 
 // slotTimes is where the window's slots spent their time, summed over the batches
-// checkpointed: a slot is taken when its batch is sent and freed when a checkpoint covering
-// its last row is written.
+// checkpointed: a slot is taken when its batch is sent and freed when the checkpoint that
+// counts it is written.
 type slotTimes struct {
 	// Sending: sent until answered.
 	Sending time.Duration
-	// WaitingForEarlier: acknowledged until a checkpoint could cover it, i.e. until every
-	// earlier row was done (an earlier batch still unanswered holds it back).
+	// WaitingForEarlier: acknowledged until a checkpoint counted it (the engine was busy).
 	WaitingForEarlier time.Duration
-	// WaitingForCheckpoint: covered until that checkpoint was written and taken back.
+	// WaitingForCheckpoint: counted until that checkpoint was written and taken back.
 	WaitingForCheckpoint time.Duration
 }
 
@@ -77,9 +76,7 @@ type batch struct {
 	res       sink.BatchResult
 	err       error
 	acked     bool
-	counted   int  // the leading rows (ordinals at or below a checkpoint) counted by a checkpoint
-	rejAt     int  // the first of res.Rejects not yet counted
-	committed bool // every row counted: handed to the committer for good
+	committed bool // counted by a checkpoint: handed to the committer for good
 
 	sentAt, ackedAt, coveredAt time.Time // for slotTimes
 }
@@ -261,7 +258,7 @@ func (t *batcher) acked(b *batch) bool {
 	return true
 }
 
-// release takes back the batches a written checkpoint counted to the last row.
+// release takes back the batches a written checkpoint counted.
 func (t *batcher) release(done []*batch) {
 	t.window = slices.DeleteFunc(t.window, func(b *batch) bool { return b.committed && slices.Contains(done, b) })
 	now := time.Now()

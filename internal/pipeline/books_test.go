@@ -16,10 +16,11 @@ import (
 )
 
 // TestPipelineResumedBooksAreExact: with rows of two status groups interleaved, an
-// acknowledged batch can be partly under a checkpoint while a batch of the other group is
-// open; when the worker dies then, the rows of that part are not sent again by the attempt
-// that resumes, so they must have been counted (and their refused rows recorded) by the
-// checkpoint. The books of the run come out exact: every row counted once.
+// acknowledged batch can be partly above a checkpoint while a batch of the other group is
+// open; the checkpoint counts it whole (its refused row recorded) and records its rows above
+// the position as acknowledged. When the worker dies then, the attempt that resumes sends
+// none of that batch's rows again, and the books of the run come out exact: every row counted
+// once.
 func TestPipelineResumedBooksAreExact(t *testing.T) {
 	t.Parallel()
 	const n = 3000
@@ -80,18 +81,28 @@ Nyhetsbrev = "SAMTYKKEEPOST"
 	require.NoError(t, err)
 	require.Equal(t, int64(3), got.Position, "row 4's batch holds the checkpoint")
 
-	// The next attempt resumes after row 3 and sends the rest.
+	acked, err := store.AckedAbove(context.Background(), run.ID, got.Position)
+	require.NoError(t, err)
+	require.Len(t, acked, 1000-3, "the first batch's rows above the checkpoint are recorded")
+
+	// The next attempt resumes after row 3 and sends the rest, not the first batch again.
 	rec := &recordingSender{}
-	p = newEngine(t, withSpec(testPipelineOn(t, store, run, b.String(), rec)))
+	cfg = withSpec(testPipelineOn(t, store, run, b.String(), rec))
+	cfg.Done = acked
+	p = newEngine(t, cfg)
 	require.NoError(t, p.Run(context.Background(), got.Position))
 	require.NotContains(t, rec.emails, "person3@example.com")
-	require.Contains(t, rec.emails, "person5@example.com")
+	require.NotContains(t, rec.emails, "person5@example.com", "acknowledged before the kill")
+	require.NotContains(t, rec.emails, "person1333@example.com", "acknowledged before the kill")
+	require.Contains(t, rec.emails, "person4@example.com")
+	require.Contains(t, rec.emails, "person1334@example.com")
+	require.Len(t, rec.emails, n-1000)
 
 	got, err = store.Run(context.Background(), run.ID)
 	require.NoError(t, err)
 	require.Equal(t, int64(n), got.Position)
-	// Batches: the first attempt's, counted with rows 1 to 3, and the second attempt's 4.
-	require.Equal(t, state.Counts{Read: n, Sent: n - 1, Rejected: 1, Batches: 5, Requests: 5}, got.Counts)
+	// Batches: the first attempt's one, and the second attempt's three.
+	require.Equal(t, state.Counts{Read: n, Sent: n - 1, Rejected: 1, Batches: 4, Requests: 4}, got.Counts)
 	var rejects []state.Reject
 	require.NoError(t, store.Rejects(context.Background(), run.ID, func(rj state.Reject) error {
 		rejects = append(rejects, rj)
@@ -130,4 +141,72 @@ func TestPipelineCountsRequestsWaitedOut(t *testing.T) {
 	got, err := store.Run(context.Background(), run.ID)
 	require.NoError(t, err)
 	require.Equal(t, state.Counts{Read: 1000, Sent: 1000, Batches: 1, Requests: 2, Retries: 1}, got.Counts)
+}
+
+// TestPipelineSlotFreedAtAcknowledgement: a batch acknowledged before an earlier one frees its
+// slot of the window once its checkpoint (recording it) is written: the next batch goes while
+// the earlier one is still unanswered. A worker killed then re-sends only the batches not
+// acknowledged, and the books of the resumed run are exact.
+func TestPipelineSlotFreedAtAcknowledgement(t *testing.T) {
+	t.Parallel()
+	const n = 4000
+	var b strings.Builder
+	b.WriteString("E-post\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "person%d@example.com\n", i)
+	}
+	sender := &holdingSender{calls: make(chan heldCall)}
+	cfg, store, run := testPipeline(t, b.String(), sender)
+	cfg.Window = 2
+	p := newEngine(t, cfg)
+	ctx, kill := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, 0) }()
+	next := func(what string) heldCall {
+		t.Helper()
+		select {
+		case c := <-sender.calls:
+			return c
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s was not sent", what)
+			return heldCall{}
+		}
+	}
+	first, second := next("batch 1"), next("batch 2")
+	if first.rows[0].Email != "person1@example.com" {
+		first, second = second, first
+	}
+	second.answer <- nil // acknowledged before batch 1
+	third := next("batch 3, while batch 1 is unanswered,")
+	require.Equal(t, "person2001@example.com", third.rows[0].Email)
+	third.answer <- nil
+	fourth := next("batch 4, while batch 1 is unanswered,")
+	require.Equal(t, "person3001@example.com", fourth.rows[0].Email)
+
+	// The worker dies with batches 1 and 4 unanswered.
+	kill()
+	require.ErrorIs(t, <-done, context.Canceled)
+	first.answer <- context.Canceled
+	fourth.answer <- context.Canceled
+	got, err := store.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Zero(t, got.Position, "batch 1 holds the checkpoint")
+	require.Equal(t, state.Counts{Sent: 2000, Batches: 2, Requests: 2}, got.Counts)
+
+	rec := &recordingSender{}
+	cfg = testPipelineOn(t, store, run, b.String(), rec)
+	cfg.Done, err = store.AckedAbove(context.Background(), run.ID, got.Position)
+	require.NoError(t, err)
+	require.NoError(t, newEngine(t, cfg).Run(context.Background(), got.Position))
+	require.Len(t, rec.emails, 2000, "only batches 1 and 4 are sent again")
+	require.Contains(t, rec.emails, "person1@example.com")
+	require.Contains(t, rec.emails, "person4000@example.com")
+	require.NotContains(t, rec.emails, "person1001@example.com")
+	got, err = store.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(n), got.Position)
+	require.Equal(t, state.Counts{Read: n, Sent: n, Batches: 4, Requests: 4}, got.Counts)
+	left, err := store.AckedAbove(context.Background(), run.ID, 0)
+	require.NoError(t, err)
+	require.Empty(t, left, "the records are dropped once the checkpoint passes them")
 }

@@ -23,8 +23,9 @@ const (
 
 // The committer is the last stage: it turns what is done into checkpoints, in order. A
 // checkpoint is the highest ordinal below which every row is done (rejected, filtered, or in
-// a batch the service acknowledged), and carries the counts, rejects and fingerprints of
-// exactly the rows it newly covers. Its writer goroutine writes checkpoints queued together
+// a batch the service acknowledged), and carries the counts, rejects and fingerprints of the
+// outcomes it newly covers and of the batches acknowledged since the last (see countBatch):
+// every row is counted by exactly one checkpoint. Its writer goroutine writes checkpoints queued together
 // in one transaction, and saves the fingerprints of acknowledged rows every FingerprintFlush
 // rows and at the end; the engine writes a checkpoint itself when it waits for the window and
 // the writer is idle (see advance).
@@ -39,7 +40,7 @@ type committer struct {
 	onCommit func(state.Counts)
 	roster   *state.Roster // a sync's: acknowledged members are recorded in it
 	listID   int64
-	release  func([]*batch) // the batcher takes back batches counted to the last row
+	release  func([]*batch) // the batcher takes back batches counted
 	fail     func(error)    // the batcher stops on a failed checkpoint
 
 	pos        int64        // position of the last checkpoint queued
@@ -102,13 +103,14 @@ func (c *committer) uncount(b *batch) {
 	}
 }
 
-// advance queues a checkpoint at w for everything newly done: the outcomes and the rows of
-// acknowledged batches in window at or below w. It waits while maxPendingCommits are queued.
+// advance queues a checkpoint at w for everything newly done: the outcomes at or below w and
+// the acknowledged batches in window (see countBatch). It waits while maxPendingCommits are
+// queued.
 // With now (the caller has nothing else to do until a checkpoint frees a slot of the window)
 // and the writer idle, it writes the checkpoint itself: handing it to the writer and taking
 // it back costs two goroutine switches, which on a busy machine take longer than the write.
 func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch, now bool) {
-	if c.err != nil || (w <= c.pos && c.uncounted == (state.Counts{})) {
+	if c.err != nil || (w <= c.pos && c.uncounted == (state.Counts{}) && !slices.ContainsFunc(window, ackedUncounted)) {
 		return
 	}
 	w = max(w, c.pos)
@@ -117,7 +119,7 @@ func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch
 	*d, c.uncounted = c.uncounted, state.Counts{}
 	d.Read = w - c.pos
 	for _, b := range window {
-		if b.acked && !b.committed {
+		if ackedUncounted(b) {
 			c.countBatch(u, b, w)
 		}
 	}
@@ -164,33 +166,32 @@ func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch
 	c.commits <- u
 }
 
-// countBatch adds to u the rows of an acknowledged batch that the checkpoint w newly covers:
-// sent, or refused (a reject), with their fingerprints; and, with its first rows counted, the
-// batch itself and its requests.
-//
-// A batch is counted row by row, not whole: with several status groups, the checkpoint can
-// pass some of an acknowledged batch's rows while a batch of another group holds it below the
-// rest. An attempt that resumes from that checkpoint never reads those rows again, so this
-// checkpoint is their only chance to be counted; the rows above it are sent and counted
-// again by that attempt.
+// ackedUncounted reports whether b is acknowledged and not yet counted by a checkpoint.
+func ackedUncounted(b *batch) bool { return b.acked && !b.committed }
+
+// countBatch adds an acknowledged batch to u, whole: the batch, its requests, its rows sent
+// (with their fingerprints and roster members) and refused (rejects). The rows above the
+// checkpoint w (a batch acknowledged before an earlier one, or one of a status group whose
+// rows the checkpoint has not all passed) are recorded in u as acknowledged (Checkpoint.Acked):
+// an attempt resuming from the checkpoint reads them again for their e-mails only, and
+// neither sends nor counts them again. So the batch's slot in the window is free as soon as
+// this checkpoint is written, whatever the batches before it do, and a killed worker re-sends
+// at most the batches in flight: those not yet acknowledged.
 func (c *committer) countBatch(u *commitUnit, b *batch, w int64) {
-	k, _ := slices.BinarySearch(b.ords, w+1) // the rows at or below w; ords ascend
-	if k <= b.counted {
-		return
+	if k, _ := slices.BinarySearch(b.ords, w+1); k < len(b.ords) { // ords ascend
+		u.cp.Acked = append(u.cp.Acked, slices.Clone(b.ords[k:])) // b's arrays are reused once released
 	}
 	d := &u.cp.Delta
-	if b.counted == 0 {
-		d.Batches++
-		d.Requests += int64(b.res.Requests)
-		d.Retries += int64(b.res.Retries)
-	}
-	rejects := b.res.Rejects // ordered by Index
-	for i := b.counted; i < k; i++ {
-		for b.rejAt < len(rejects) && rejects[b.rejAt].Index < i {
-			b.rejAt++
+	d.Batches++
+	d.Requests += int64(b.res.Requests)
+	d.Retries += int64(b.res.Retries)
+	rejects, r := b.res.Rejects, 0 // ordered by Index
+	for i := range b.ords {
+		for r < len(rejects) && rejects[r].Index < i {
+			r++
 		}
-		if b.rejAt < len(rejects) && rejects[b.rejAt].Index == i {
-			rr := rejects[b.rejAt]
+		if r < len(rejects) && rejects[r].Index == i {
+			rr := rejects[r]
 			d.Rejected++
 			u.cp.Rejects = append(u.cp.Rejects, state.Reject{Ordinal: b.ords[i], Line: b.lines[i],
 				Sheet: c.sheet, Value: strings.Clone(rr.Email), Code: state.CodeRefused, Reason: rr.Reason,
@@ -203,11 +204,8 @@ func (c *committer) countBatch(u *commitUnit, b *batch, w int64) {
 			c.addMember(u, b, i)
 		}
 	}
-	b.counted = k
-	if k == len(b.ords) {
-		b.committed, b.coveredAt = true, time.Now()
-		u.batches = append(u.batches, b)
-	}
+	b.committed, b.coveredAt = true, time.Now()
+	u.batches = append(u.batches, b)
 }
 
 // rosterChange is the roster change of u, made on first use.
@@ -356,6 +354,7 @@ func mergeCheckpoints(units []*commitUnit) state.Checkpoint {
 		cp.Delta = cp.Delta.Add(u.cp.Delta)
 		cp.Rejects = append(cp.Rejects, u.cp.Rejects...)
 		cp.Warnings = append(cp.Warnings, u.cp.Warnings...)
+		cp.Acked = append(cp.Acked, u.cp.Acked...)
 		if r := u.cp.Roster; r != nil {
 			if cp.Roster == nil {
 				cp.Roster = &state.RosterChange{Sync: r.Sync, ListID: r.ListID}

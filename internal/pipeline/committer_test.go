@@ -12,10 +12,11 @@ import (
 	"github.com/subsync/subsync/state"
 )
 
-// TestCommitterCountsRowsTheCheckpointCovers: an acknowledged batch is counted row by row as
-// checkpoints cover its rows (a refused row as a reject), the batch and its requests once,
-// and the outcomes of the rows not sent with the checkpoint that covers them.
-func TestCommitterCountsRowsTheCheckpointCovers(t *testing.T) {
+// TestCommitterCountsAcknowledgedBatchesWhole: an acknowledged batch is counted whole by the
+// next checkpoint (a refused row as a reject), its rows above the checkpoint recorded as
+// acknowledged, and the batch handed back (its slot freed) at once; the outcomes of the rows
+// not sent are counted with the checkpoint that covers them.
+func TestCommitterCountsAcknowledgedBatchesWhole(t *testing.T) {
 	t.Parallel()
 	cfg, store := stubConfig(t, people(1, nil), &ackSender{})
 	e, err := New(cfg)
@@ -32,11 +33,19 @@ func TestCommitterCountsRowsTheCheckpointCovers(t *testing.T) {
 			Rejects: []sink.RowReject{{Index: 2, Email: "x@example.com", Reason: "refused"}}}}
 	com.await([]outcome{{ord: 3, kind: outDuplicate}, {ord: 4, kind: outRejected, reject: &state.Reject{Line: 5}}})
 
-	com.advance(context.Background(), 3, 0, []*batch{b}, false) // rows 1 and 2 of the batch, row 3
-	require.Equal(t, 2, b.counted)
-	require.False(t, b.committed)
-	com.advance(context.Background(), 6, 0, []*batch{b}, false)
+	com.advance(context.Background(), 3, 0, []*batch{b}, false) // the batch, whole, and row 3
 	require.True(t, b.committed)
+	for com.pending > 0 {
+		com.written(<-com.done)
+	}
+	require.Equal(t, []*batch{b}, released, "its slot is free before the checkpoint passes its last row")
+	store.mu.Lock()
+	require.Len(t, store.cps, 1)
+	require.Equal(t, [][]int64{{5, 6}}, store.cps[0].Acked, "the rows above the checkpoint are recorded")
+	require.Equal(t, state.Counts{Read: 3, Sent: 3, Rejected: 1, Duplicates: 1, Batches: 1, Requests: 2, Retries: 1},
+		store.cps[0].Delta)
+	store.mu.Unlock()
+	com.advance(context.Background(), 6, 0, []*batch{b}, false) // row 4 and the position
 	for com.pending > 0 {
 		com.written(<-com.done)
 	}
@@ -49,7 +58,6 @@ func TestCommitterCountsRowsTheCheckpointCovers(t *testing.T) {
 	require.Equal(t, state.Reject{Ordinal: 5, Line: 6, Value: "x@example.com", Code: state.CodeRefused, Reason: "refused",
 		Row: `["x@example.com","=X"]`}, rejects[0], "a refused row is recorded whole")
 	require.Equal(t, 5, rejects[1].Line)
-	require.Equal(t, []*batch{b}, released)
 }
 
 // savingStore is a memStore whose first fingerprint save (of several steps) lasts until a

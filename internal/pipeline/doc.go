@@ -20,16 +20,19 @@
 // unchanged) that waits for the checkpoint.
 //
 // The batcher (batcher.go) places the rows in batches of at most 1000, one open batch per
-// status group, and sends them with at most Config.Window batches sent and not yet
-// checkpointed. A row whose e-mail is in a sent, unacknowledged batch waits for it, so the
+// status group, and sends them with at most Config.Window batches sent and not yet counted by
+// a written checkpoint. A row whose e-mail is in a sent, unacknowledged batch waits for it, so the
 // last row for an e-mail wins; an open batch far behind the rows read is sent early, so
 // that a rare status group does not hold the checkpoint back.
 //
 // The committer (committer.go) turns acknowledgements into checkpoints. A checkpoint is the
 // highest ordinal below which every row is done, and carries the counts, rejects and delta
-// fingerprints of exactly the rows it newly covers, an acknowledged batch counted row by row
-// as the checkpoint covers its rows: a resumed run counts every row once, and re-sends at
-// most the batches that were in the window when the worker died.
+// fingerprints of the outcomes it newly covers and of the batches acknowledged since the
+// last one, counted whole; the rows of those batches above the checkpoint (a batch
+// acknowledged before an earlier one) are recorded as acknowledged, and a resumed run reads
+// them again for their e-mails only (Config.Done). A batch's slot is free once its checkpoint
+// is written, whatever the batches before it do; a resumed run counts every row once, and
+// re-sends at most the batches that were unanswered when the worker died.
 //
 // A sync that removes people, or whose mapping has a key column, keeps a roster (roster.go):
 // the filter notes every address and key the run reads, gives a row whose key had another

@@ -77,6 +77,10 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Window is how many batches may be sent and not yet checkpointed (at least one).
 	Window int
+	// Done are the ordinals above the run's checkpoint, ascending, that an earlier attempt
+	// delivered and counted (state.Store.AckedAbove): they are read again for their e-mails
+	// only, as the rows below the checkpoint are.
+	Done []int64
 	// Delta skips rows whose payload is unchanged since the last push (Fingerprints).
 	Delta bool
 	// Suppression is SuppressionSkip ("" too) or SuppressionUpdateKeepStatus.

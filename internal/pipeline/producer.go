@@ -27,6 +27,7 @@ type producer struct {
 	filter   *filter
 	stopping <-chan struct{}
 	free     chan *chunk // placed chunks back from the engine
+	done     []int64     // Config.Done
 
 	fast     bool         // a delta run with fingerprints: records are resolved before mapping
 	srcSeed  state.Hasher // the start of every sourceHash
@@ -37,7 +38,7 @@ type producer struct {
 
 func newProducer(cfg Config, f *filter) *producer {
 	p := &producer{reader: cfg.Reader, mapper: cfg.Mapper, fps: cfg.Fingerprints, workers: cfg.MapWorkers, filter: f,
-		stopping: cfg.Stopping, free: make(chan *chunk, 4)}
+		stopping: cfg.Stopping, free: make(chan *chunk, 4), done: cfg.Done}
 	p.setSourceHash(cfg.Reader.Header())
 	p.fast = cfg.Delta && cfg.Held == nil && cfg.Fingerprints.Len() > 0 && p.emailCol >= 0
 	p.track = cfg.Roster != nil && p.emailCol >= 0
@@ -128,8 +129,9 @@ func (p *producer) produce(ctx context.Context, startPos int64, out chan<- *chun
 }
 
 // read reads the source from startPos into chunks of up to chunkRows records, and hands them
-// to the mappers in turn (out[k%len(out)] gets the k-th). Records done before a restart go in
-// the chunk too: the mappers map them for their e-mails, which the deduper only observes.
+// to the mappers in turn (out[k%len(out)] gets the k-th). Records done before a restart (at
+// or below startPos, or in Config.Done) go in the chunk too: the mappers map them for their
+// e-mails, which the deduper only observes.
 func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) {
 	k := 0
 	defer func() {
@@ -148,6 +150,7 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 	}
 	c := p.next(startPos)
 	var before int64 // records at or below startPos read again
+	done := p.done
 	for {
 		rec, err := p.nextRecord(ctx)
 		if errors.Is(err, io.EOF) {
@@ -164,11 +167,17 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 		if rowErr != nil && p.track {
 			c.read = append(c.read, state.EmailHash(p.rawEmail(rec)))
 		}
+		for len(done) > 0 && done[0] < rec.Ordinal {
+			done = done[1:]
+		}
 		switch {
 		case rec.Ordinal <= startPos:
 			if rowErr == nil {
 				c.before = append(c.before, rec)
 			}
+		case rowErr == nil && len(done) > 0 && done[0] == rec.Ordinal:
+			c.lastRead = rec.Ordinal
+			c.before = append(c.before, rec)
 		case rowErr != nil:
 			c.lastRead = rec.Ordinal
 			c.reject(p.mapper.RejectRow(rec, rowErr), rec.Values)
