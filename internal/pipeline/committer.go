@@ -53,6 +53,8 @@ type committer struct {
 	err        error            // a checkpoint failed (lease lost): nothing more is checkpointed
 	saveFailed bool             // saving fingerprints failed: not tried again this run
 	saving     atomic.Bool      // the writer saves fingerprints, writing checkpoints between its steps
+	byEngine   int              // checkpoints the engine wrote itself (for the run's timings)
+	byWriter   atomic.Int64     // transactions of checkpoints the writer wrote
 	stop       chan struct{}    // closed when the run ends: the writer stops handing back
 	result     chan error
 }
@@ -159,6 +161,7 @@ func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch
 		// meanwhile. (The writer sets saving before it hands back the units whose
 		// fingerprints made it save.) A unit that brings the fingerprints pending to
 		// FingerprintFlush goes to the writer, which saves them.
+		c.byEngine++
 		c.commit(ctx, []*commitUnit{u})
 		c.written(u)
 		return
@@ -263,6 +266,7 @@ func (c *committer) write(ctx context.Context) error {
 				break more
 			}
 		}
+		c.byWriter.Add(1)
 		c.commit(ctx, units)
 		save := units[len(units)-1].err == nil && c.fps.Pending() >= c.fpFlush && !c.saveFailed
 		if save {
@@ -307,6 +311,7 @@ more:
 		}
 	}
 	if len(units) > 0 {
+		c.byWriter.Add(1)
 		c.commit(ctx, units)
 		c.handBack(units)
 	}

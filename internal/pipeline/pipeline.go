@@ -204,6 +204,7 @@ func (e *Engine) Run(ctx context.Context, startPos int64) (err error) {
 		e.log.DebugContext(ctx, "pipeline timings", slog.Duration("total", time.Since(started)),
 			slog.Duration("waiting_for_rows", e.waitRows), slog.Duration("waiting_for_window", e.bat.waitWindow),
 			slog.Int("batches", e.bat.seq), slog.Int("window", e.cfg.Window),
+			slog.Int("checkpoints_by_engine", e.com.byEngine), slog.Int64("checkpoints_by_writer", e.com.byWriter.Load()),
 			slog.Duration("slots_sending", e.bat.slots.Sending),
 			slog.Duration("slots_acked_waiting_for_earlier", e.bat.slots.WaitingForEarlier),
 			slog.Duration("slots_acked_waiting_for_checkpoint", e.bat.slots.WaitingForCheckpoint))
