@@ -1,7 +1,7 @@
 package sources
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -28,50 +28,69 @@ const (
 )
 
 // strayLines counts the lines of r, and those that are not valid UTF-8, stopping early once
-// the file can no longer count as UTF-8 with stray lines.
+// the file can no longer count as UTF-8 with stray lines. It reads 256 KiB at a time: a block
+// that is valid UTF-8 throughout (nearly all of them) only has its lines counted, for a
+// line end never falls inside a character; the lines of another are checked one by one.
 func strayLines(ctx context.Context, r io.Reader) (stray, lines int64, err error) {
-	br := bufio.NewReaderSize(r, 256<<10)
-	valid := true // the line so far
-	var tail []byte
+	return strayLinesSized(ctx, r, 256<<10)
+}
+
+func strayLinesSized(ctx context.Context, r io.Reader, size int) (stray, lines int64, err error) {
+	buf := make([]byte, 0, size+utf8.UTFMax)
+	open, valid := false, true // a line has begun (bytes since the last line end); it is valid so far
 	for {
-		piece, err := br.ReadSlice('\n')
-		if len(piece) > 0 {
-			if len(tail) > 0 {
-				piece = append(tail, piece...)
-				tail = tail[:0]
+		n, rerr := io.ReadAtLeast(r, buf[len(buf):cap(buf)], 1)
+		buf = buf[:len(buf)+n]
+		keep := 0 // an incomplete character at the end waits for the next read
+		if rerr == nil {
+			keep = incompleteRuneTail(buf)
+		}
+		data := buf[:len(buf)-keep]
+		if valid && utf8.Valid(data) {
+			if k := int64(bytes.Count(data, []byte{'\n'})); k > 0 {
+				lines += k
+				open = data[len(data)-1] != '\n'
+			} else if len(data) > 0 {
+				open = true
 			}
-			end := len(piece)
-			if errors.Is(err, bufio.ErrBufferFull) {
-				end -= incompleteRuneTail(piece)
-				tail = append(tail, piece[end:]...)
+		} else {
+			for len(data) > 0 {
+				i := bytes.IndexByte(data, '\n')
+				piece := data
+				if i >= 0 {
+					piece = data[:i]
+				}
+				if valid && !utf8.Valid(piece) {
+					valid = false
+				}
+				if i < 0 {
+					open = true
+					break
+				}
+				lines++
+				if !valid {
+					if stray++; stray > maxStrayLines {
+						return stray, lines, nil
+					}
+				}
+				open, valid, data = false, true, data[i+1:]
 			}
-			if valid && !utf8.Valid(piece[:end]) {
-				valid = false
-			}
+		}
+		buf = buf[:copy(buf, buf[len(buf)-keep:])]
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
 		}
 		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == nil || err == io.EOF && (len(piece) > 0 || len(tail) > 0):
-			lines++
-			if !valid {
-				stray++
-				if stray > maxStrayLines {
-					return stray, lines, nil
+		case errors.Is(rerr, io.EOF):
+			if open {
+				lines++
+				if !valid {
+					stray++
 				}
 			}
-			valid = true
-			if lines%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					return 0, 0, err
-				}
-			}
-		}
-		if err == io.EOF {
 			return stray, lines, nil
-		}
-		if err != nil {
-			return 0, 0, err
+		case rerr != nil:
+			return 0, 0, rerr
 		}
 	}
 }
