@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 )
 
-
 // TestStrayLinesBlocks: counting stray lines a block at a time gives what checking every line
 // gives, whatever the block size (a line or a character split between blocks) and the
 // reader's pieces, on text of valid and invalid lines, long lines and no final line end.
