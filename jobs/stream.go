@@ -36,6 +36,44 @@ type streamSpec struct {
 	// verify compares the rows with the service's list (pipeline.Held) instead of the
 	// fingerprints.
 	verify bool
+	// fps are the fingerprints of a delta run, already loading (nil: prepare loads them).
+	fps *fingerprintLoad
+}
+
+// fingerprintLoad is a list's fingerprints loading in the background (24 bytes a row, tens
+// of milliseconds for a million), while the run asks the service about the list and opens
+// the source.
+type fingerprintLoad struct {
+	done   chan struct{}
+	fps    *state.FingerprintSet
+	err    error
+	cancel context.CancelFunc
+}
+
+func (rt *Runtime) loadFingerprints(ctx context.Context, listID int64) *fingerprintLoad {
+	lctx, cancel := context.WithCancel(ctx)
+	l := &fingerprintLoad{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(l.done)
+		l.fps, l.err = rt.store.LoadFingerprints(lctx, listID)
+	}()
+	return l
+}
+
+// wait returns the fingerprints once loaded.
+func (l *fingerprintLoad) wait(ctx context.Context) (*state.FingerprintSet, error) {
+	select {
+	case <-l.done:
+		return l.fps, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// stop ends the load if it still runs; the fingerprints are not used.
+func (l *fingerprintLoad) stop() {
+	l.cancel()
+	<-l.done
 }
 
 // checkList fails at once, permanently, when the list does not exist (GET
@@ -60,21 +98,12 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	if rt.sinkErr != nil {
 		return cfg, nil, permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
 	}
-	type loaded struct {
-		fps *state.FingerprintSet
-		err error
+	load := s.fps
+	if load == nil && s.delta && !s.verify {
+		load = rt.loadFingerprints(ctx, s.listID)
 	}
-	var fpsLoaded chan loaded
-	if s.delta && !s.verify {
-		// The fingerprints (24 bytes a row, tens of milliseconds for a million) load while
-		// the source opens and the service is asked about the list and its fields.
-		lctx, cancel := context.WithCancel(ctx)
-		defer cancel() // an early return stops the load; the goroutine's send does not block
-		fpsLoaded = make(chan loaded, 1)
-		go func() {
-			fps, err := rt.store.LoadFingerprints(lctx, s.listID)
-			fpsLoaded <- loaded{fps, err}
-		}()
+	if load != nil {
+		defer load.stop() // done by then, unless prepare failed first
 	}
 	src := s.source
 	if src.IsHeader == nil {
@@ -141,12 +170,10 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		}
 		log.InfoContext(ctx, "read the list in the service to verify against it", slog.Int64("list_id", s.listID),
 			slog.Int("subscribers", held.Len()))
-	} else if fpsLoaded != nil {
-		l := <-fpsLoaded
-		if l.err != nil {
-			return cfg, nil, l.err
+	} else if load != nil {
+		if fps, err = load.wait(ctx); err != nil {
+			return cfg, nil, err
 		}
-		fps = l.fps
 	}
 	cfg = pipeline.Config{
 		Reader:           r,

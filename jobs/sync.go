@@ -148,12 +148,21 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 			return permanent(fmt.Errorf("sync %q is not in this worker's configuration", job.Args.Name))
 		}
 		verify := job.Args.Verify
+		var load *fingerprintLoad // a delta sync's fingerprints, loading meanwhile
+		defer func() {
+			if load != nil {
+				load.stop()
+			}
+		}()
 		if !verify && !job.Args.Full {
-			note, err := rt.listShrunk(ctx, spec.ListID)
+			load = rt.loadFingerprints(ctx, spec.ListID)
+			note, err := rt.listShrunk(ctx, spec.ListID, load)
 			if err != nil {
 				return err
 			}
 			if note != "" {
+				load.stop()
+				load = nil
 				a.log.WarnContext(ctx, "the list in the service is far smaller than what subsync sent to it: verifying instead",
 					slog.Int64("list_id", spec.ListID), slog.String("note", note))
 				// The fingerprints are wrong: dropped, so that a retried attempt of this run
@@ -176,7 +185,7 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 			src.Watermark = wm
 		}
 		wm, err := rt.stream(ctx, a, streamSpec{source: src, listID: spec.ListID, mapping: spec.Mapping,
-			suppression: spec.Suppression, delta: !job.Args.Full && !verify, verify: verify, sync: spec.Name,
+			suppression: spec.Suppression, delta: !job.Args.Full && !verify, verify: verify, sync: spec.Name, fps: load,
 			removed: spec.Removed, maxRemovals: spec.MaxRemovals, allowRemovals: job.Args.AllowRemovals})
 		var stopped *RemovalsStoppedError
 		if err != nil && spec.Removed == RemovedUnsubscribe && !errors.Is(err, errInterrupted) && !errors.As(err, &stopped) {
@@ -206,14 +215,15 @@ const shrinkShare = 2
 // when the list was emptied behind subsync's back; the fingerprints would report every row
 // unchanged. A list whose rows were mostly sent as unsubscribed also looks smaller: it is then
 // verified (read once more) on every sync, sending nothing it holds.
-func (rt *Runtime) listShrunk(ctx context.Context, listID int64) (string, error) {
+func (rt *Runtime) listShrunk(ctx context.Context, listID int64, load *fingerprintLoad) (string, error) {
 	if rt.sinkErr != nil {
 		return "", nil // the run fails with the client's error
 	}
-	fps, err := rt.store.FingerprintCount(ctx, listID)
-	if err != nil || fps == 0 {
+	set, err := load.wait(ctx)
+	if err != nil || set.Len() == 0 {
 		return "", err
 	}
+	fps := int64(set.Len())
 	counts, err := rt.store.SuppressionCounts(ctx)
 	if err != nil {
 		return "", err
