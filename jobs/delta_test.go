@@ -220,20 +220,9 @@ func TestDeltaSourceValues(t *testing.T) {
 	t.Parallel()
 
 	eachBackend(t, func(t *testing.T, backend string) {
-		ctx := context.Background()
-		b := setup(t, backend)
-		path := t.TempDir() + "/crm.csv"
-		write := func(body string) { require.NoError(t, os.WriteFile(path, []byte(body), 0o600)) }
+		b, write, syncNow := crmSync(t, backend, &mapping.Spec{Columns: map[string]mapping.Column{"E-post": {To: "email"},
+			"Fornavn": {To: "firstname"}, "Sist innlogget": {To: mapping.TargetIgnore}}})
 		write("E-post,Fornavn,Sist innlogget\na@example.com,Ada,1\nb@example.com,Bob,1\na@example.com,Ada,1\nc@example.com,Cy,1\n")
-		spec := &mapping.Spec{Columns: map[string]mapping.Column{"E-post": {To: "email"}, "Fornavn": {To: "firstname"},
-			"Sist innlogget": {To: mapping.TargetIgnore}}}
-		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path}, Mapping: spec}}
-		rt := b.open(t)
-		syncNow := func() state.Run {
-			t.Helper()
-			id, err := rt.EnqueueSync(ctx, "crm", false)
-			return waitRun(t, rt, id, err)
-		}
 		require.Equal(t, state.Counts{Read: 4, Sent: 4, Duplicates: 1, Batches: 2, Requests: 2}, syncNow().Counts)
 		// The later row for a@ is sent every time, so that it wins over the earlier one.
 		unchanged := state.Counts{Read: 4, Unchanged: 3, Duplicates: 1, Sent: 1, Batches: 1, Requests: 1}
@@ -268,20 +257,9 @@ func TestDeltaDuplicatesKnownAndNew(t *testing.T) {
 	t.Parallel()
 
 	eachBackend(t, func(t *testing.T, backend string) {
-		ctx := context.Background()
-		b := setup(t, backend)
-		path := t.TempDir() + "/crm.csv"
-		write := func(body string) { require.NoError(t, os.WriteFile(path, []byte(body), 0o600)) }
+		b, write, syncNow := crmSync(t, backend, &mapping.Spec{Columns: map[string]mapping.Column{"E-post": {To: "email"},
+			"Fornavn": {To: "firstname"}}, Duplicates: mapping.DuplicatesFirst})
 		write("E-post,Fornavn\na@example.com,Ada\nb@example.com,Bob\n")
-		spec := &mapping.Spec{Columns: map[string]mapping.Column{"E-post": {To: "email"}, "Fornavn": {To: "firstname"}},
-			Duplicates: mapping.DuplicatesFirst}
-		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path}, Mapping: spec}}
-		rt := b.open(t)
-		syncNow := func() state.Run {
-			t.Helper()
-			id, err := rt.EnqueueSync(ctx, "crm", false)
-			return waitRun(t, rt, id, err)
-		}
 		require.Equal(t, state.Counts{Read: 2, Sent: 2, Batches: 1, Requests: 1}, syncNow().Counts)
 
 		write("E-post,Fornavn\na@example.com,Ada\nnew@example.com,Nina\n A@Example.COM ,Changed\nNEW@example.com,Other\n" +
@@ -294,4 +272,21 @@ func TestDeltaDuplicatesKnownAndNew(t *testing.T) {
 			require.Equal(t, name, s.Fields["firstname"], "the first row for %s stays", email)
 		}
 	})
+}
+
+// crmSync configures a sync "crm" of a CSV file with the mapping on a fresh bundle of the
+// backend: write replaces the file, syncNow runs the sync and returns its run.
+func crmSync(t *testing.T, backend string, spec *mapping.Spec) (b *bundle, write func(string), syncNow func() state.Run) {
+	t.Helper()
+	b = setup(t, backend)
+	path := t.TempDir() + "/crm.csv"
+	write = func(body string) { require.NoError(t, os.WriteFile(path, []byte(body), 0o600)) }
+	b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path}, Mapping: spec}}
+	rt := b.open(t)
+	syncNow = func() state.Run {
+		t.Helper()
+		id, err := rt.EnqueueSync(context.Background(), "crm", false)
+		return waitRun(t, rt, id, err)
+	}
+	return b, write, syncNow
 }

@@ -118,13 +118,8 @@ Nyhetsbrev = "SAMTYKKEEPOST"
 // same, and the one answered with the wait as a retry, for the next attempt repeats it.
 func TestPipelineCountsRequestsWaitedOut(t *testing.T) {
 	t.Parallel()
-	var b strings.Builder
-	b.WriteString("E-post\n")
-	for i := 1; i <= 1500; i++ {
-		fmt.Fprintf(&b, "person%d@example.com\n", i)
-	}
 	sender := &holdingSender{calls: make(chan heldCall)}
-	cfg, store, run := testPipeline(t, b.String(), sender)
+	cfg, store, run := testPipeline(t, emailsCSV(1500), sender)
 	cfg.Window = 4
 	p := newEngine(t, cfg)
 	done := make(chan error, 1)
@@ -150,13 +145,9 @@ func TestPipelineCountsRequestsWaitedOut(t *testing.T) {
 func TestPipelineSlotFreedAtAcknowledgement(t *testing.T) {
 	t.Parallel()
 	const n = 4000
-	var b strings.Builder
-	b.WriteString("E-post\n")
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "person%d@example.com\n", i)
-	}
+	text := emailsCSV(n)
 	sender := &holdingSender{calls: make(chan heldCall)}
-	cfg, store, run := testPipeline(t, b.String(), sender)
+	cfg, store, run := testPipeline(t, text, sender)
 	cfg.Window = 2
 	p := newEngine(t, cfg)
 	ctx, kill := context.WithCancel(context.Background())
@@ -194,7 +185,7 @@ func TestPipelineSlotFreedAtAcknowledgement(t *testing.T) {
 	require.Equal(t, state.Counts{Sent: 2000, Batches: 2, Requests: 2}, got.Counts)
 
 	rec := &recordingSender{}
-	cfg = testPipelineOn(t, store, run, b.String(), rec)
+	cfg = testPipelineOn(t, store, run, text, rec)
 	cfg.Done, err = store.AckedAbove(context.Background(), run.ID, got.Position)
 	require.NoError(t, err)
 	require.NoError(t, newEngine(t, cfg).Run(context.Background(), got.Position))
@@ -209,4 +200,14 @@ func TestPipelineSlotFreedAtAcknowledgement(t *testing.T) {
 	left, err := store.AckedAbove(context.Background(), run.ID, 0)
 	require.NoError(t, err)
 	require.Empty(t, left, "the records are dropped once the checkpoint passes them")
+}
+
+// emailsCSV is a CSV file of n e-mails, person1@example.com to person<n>@example.com.
+func emailsCSV(n int) string {
+	var b strings.Builder
+	b.WriteString("E-post\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "person%d@example.com\n", i)
+	}
+	return b.String()
 }
