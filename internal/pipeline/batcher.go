@@ -31,8 +31,7 @@ type batcher struct {
 	wait           func(context.Context) error // handles the next event (the engine's waitEvent)
 
 	open     map[groupKey]*batch
-	unacked  map[uint64]int // e-mail hash → sent, unacknowledged batches holding it
-	window   []*batch       // sent, not yet checkpointed, in send order
+	window   []*batch // sent, not yet checkpointed, in send order
 	nUnacked int
 	seq      int
 	firstErr error    // the first failure: reading stops, in-flight batches finish
@@ -60,21 +59,26 @@ type groupKey struct{ status, statusMobile string }
 
 // batch is up to sink.MaxBatchRows rows of one status group, in ordinal order.
 type batch struct {
-	seq            int
-	key            groupKey
-	rows           []sink.Subscriber
-	mem            rowMemory // the values of rows made in mapping (see chunk.go)
-	ords           []int64
-	lines          []int
-	emails         []uint64
-	payloads       []uint64
-	sources        []uint64
-	vals           [][]string // the rows' source values, for a refused row's reject
-	members        []uint8    // with a roster: the rows' member flags
+	seq      int
+	key      groupKey
+	rows     []sink.Subscriber
+	mem      rowMemory // the values of rows made in mapping (see chunk.go)
+	ords     []int64
+	lines    []int
+	emails   []uint64
+	payloads []uint64
+	sources  []uint64
+	vals     [][]string // the rows' source values, for a refused row's reject
+	members  []uint8    // with a roster: the rows' member flags
+	// dupEmails are the e-mail hashes of the rows whose e-mail came earlier in the run
+	// (chunk.dups): only they can be in an earlier batch.
+	dupEmails      []uint64
+	emailSet       map[uint64]struct{} // emails as a set, made when a later batch first asks
 	minOrd, maxOrd int64
 
 	res       sink.BatchResult
 	err       error
+	answered  bool // the service answered (acknowledged, or the request failed)
 	acked     bool
 	committed bool // counted by a checkpoint: handed to the committer for good
 
@@ -84,7 +88,7 @@ type batch struct {
 func newBatcher(cfg Config, com *committer, wait func(context.Context) error) *batcher {
 	return &batcher{sender: cfg.Sender, listID: cfg.ListID, tag: cfg.Tag, size: cfg.Window,
 		onConflictWait: cfg.OnConflictWait, com: com, wait: wait,
-		open: map[groupKey]*batch{}, unacked: map[uint64]int{},
+		open:    map[groupKey]*batch{},
 		results: make(chan *batch, cfg.Window), done: make(chan struct{})}
 }
 
@@ -127,6 +131,9 @@ func (t *batcher) add(ctx context.Context, c *chunk, i int) error {
 	b.payloads = append(b.payloads, c.payloads[i])
 	b.sources = append(b.sources, c.sources[i])
 	b.vals = append(b.vals, c.vals[i])
+	if c.dups[i] {
+		b.dupEmails = append(b.dupEmails, emailHash)
+	}
 	if len(c.members) > 0 {
 		b.members = append(b.members, c.members[i])
 	}
@@ -146,7 +153,7 @@ func (t *batcher) newBatch(key groupKey, minOrd int64) *batch {
 		clear(b.vals) // drop the source rows
 		*b = batch{key: key, minOrd: minOrd, mem: b.mem, rows: b.rows[:0], ords: b.ords[:0], lines: b.lines[:0],
 			emails: b.emails[:0], payloads: b.payloads[:0], sources: b.sources[:0], vals: b.vals[:0],
-			members: b.members[:0]}
+			members: b.members[:0], dupEmails: b.dupEmails[:0]}
 		return b
 	}
 	const n = sink.MaxBatchRows
@@ -197,7 +204,7 @@ func (t *batcher) dispatch(ctx context.Context, b *batch) error {
 		if t.firstErr != nil {
 			return t.firstErr
 		}
-		conflict := slices.ContainsFunc(b.emails, func(e uint64) bool { return t.unacked[e] > 0 })
+		conflict := t.conflict(b)
 		if !conflict && len(t.window) < t.size {
 			break
 		}
@@ -221,9 +228,6 @@ func (t *batcher) dispatch(ctx context.Context, b *batch) error {
 	b.seq, b.sentAt = t.seq, time.Now()
 	t.window = append(t.window, b)
 	t.nUnacked++
-	for _, e := range b.emails {
-		t.unacked[e]++
-	}
 	opts := sink.BulkOptions{ListID: t.listID, Status: b.key.status, StatusMobile: b.key.statusMobile, Tag: t.tag}
 	go func() {
 		b.res, b.err = t.sender.InsertBatch(ctx, opts, b.rows)
@@ -240,14 +244,36 @@ func (t *batcher) dispatch(ctx context.Context, b *batch) error {
 	return nil
 }
 
+// conflict reports whether a row of b has its e-mail in a sent batch not yet answered. Only
+// a row whose e-mail came earlier in the run can: most batches have none, and are not looked
+// at row by row.
+func (t *batcher) conflict(b *batch) bool {
+	if len(b.dupEmails) == 0 {
+		return false
+	}
+	for _, s := range t.window {
+		if s.answered {
+			continue
+		}
+		if s.emailSet == nil {
+			s.emailSet = make(map[uint64]struct{}, len(s.emails))
+			for _, e := range s.emails {
+				s.emailSet[e] = struct{}{}
+			}
+		}
+		for _, e := range b.dupEmails {
+			if _, ok := s.emailSet[e]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // acked takes a sent batch's answer; it reports whether the service acknowledged it.
 func (t *batcher) acked(b *batch) bool {
 	t.nUnacked--
-	for _, e := range b.emails {
-		if t.unacked[e]--; t.unacked[e] <= 0 {
-			delete(t.unacked, e)
-		}
-	}
+	b.answered = true
 	if b.err != nil {
 		// The batch stays in the window unacknowledged: the checkpoint never passes it, and
 		// the next attempt sends it again.
