@@ -33,7 +33,8 @@ type committer struct {
 	store    Store
 	log      *slog.Logger
 	fps      *state.FingerprintSet
-	fpFlush  int
+	fpFlush  atomic.Int64 // the fingerprints pending that make the writer save them (see saveEarly)
+	fpEvery  int64        // Config.FingerprintFlush
 	runID    int64
 	owner    string
 	ttl      time.Duration
@@ -67,10 +68,13 @@ type commitUnit struct {
 }
 
 func newCommitter(cfg Config) *committer {
-	return &committer{store: cfg.Store, log: cfg.Logger, fps: cfg.Fingerprints, fpFlush: cfg.FingerprintFlush,
+	c := &committer{store: cfg.Store, log: cfg.Logger, fps: cfg.Fingerprints,
 		runID: cfg.RunID, owner: cfg.Owner, ttl: cfg.LeaseTTL, onCommit: cfg.OnCommit, roster: cfg.Roster, listID: cfg.ListID,
 		commits: make(chan *commitUnit, 2*maxPendingCommits), done: make(chan *commitUnit, 2*maxPendingCommits),
 		stop: make(chan struct{}), result: make(chan error, 1)}
+	c.fpEvery = int64(cfg.FingerprintFlush)
+	c.fpFlush.Store(c.fpEvery)
+	return c
 }
 
 // start starts the writer, for a run resuming at pos.
@@ -78,6 +82,11 @@ func (c *committer) start(ctx context.Context, pos int64) {
 	c.pos = pos
 	go func() { c.result <- c.write(ctx) }()
 }
+
+// saveEarly makes the writer save the fingerprints pending with the next checkpoint it
+// writes: the whole source is read, and the last batches are in flight. The save then
+// overlaps their round trips instead of following the last of them.
+func (c *committer) saveEarly() { c.fpFlush.Store(1) }
 
 // close stops the writer once it wrote what is queued.
 func (c *committer) close() error {
@@ -154,7 +163,7 @@ func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch
 		}
 	}
 	c.pending++
-	if now && c.pending == 1 && !c.saving.Load() && c.fps.Pending()+len(u.fps) < c.fpFlush {
+	if now && c.pending == 1 && !c.saving.Load() && int64(c.fps.Pending()+len(u.fps)) < c.fpFlush.Load() {
 		// Nothing is queued or being written, and no fingerprints are being saved: the
 		// writer waits for the next unit, and every unit it wrote was taken back (written)
 		// on this goroutine, so this goroutine may write and touch the fingerprints
@@ -268,9 +277,10 @@ func (c *committer) write(ctx context.Context) error {
 		}
 		c.byWriter.Add(1)
 		c.commit(ctx, units)
-		save := units[len(units)-1].err == nil && c.fps.Pending() >= c.fpFlush && !c.saveFailed
+		save := units[len(units)-1].err == nil && int64(c.fps.Pending()) >= c.fpFlush.Load() && !c.saveFailed
 		if save {
 			c.saving.Store(true)
+			c.fpFlush.Store(c.fpEvery) // after an early save, the next at the usual count
 		}
 		c.handBack(units)
 		if save {

@@ -101,3 +101,54 @@ func TestCheckpointsGoOnDuringFingerprintSave(t *testing.T) {
 	require.Equal(t, int64(n), got.Read)
 	require.Equal(t, int64(n), got.Sent)
 }
+
+// saveLog is a memStore that notes each fingerprint save.
+type saveLog struct {
+	*memStore
+	saves chan struct{}
+}
+
+func (s *saveLog) SaveFingerprintsStepped(context.Context, *state.FingerprintSet, func()) error {
+	select {
+	case s.saves <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// TestFingerprintsSavedWhileLastBatchesFly: once the whole source is read, the fingerprints
+// are saved with the next checkpoint, while the last batches are still in flight, not after
+// the last answer (with a service 20 ms away that was 16 ms more at the end of a run).
+func TestFingerprintsSavedWhileLastBatchesFly(t *testing.T) {
+	t.Parallel()
+	sender := &holdingSender{calls: make(chan heldCall)}
+	cfg, mem := stubConfig(t, people(2500, nil), sender)
+	store := &saveLog{memStore: mem, saves: make(chan struct{}, 8)}
+	cfg.Store, cfg.Window = store, 8
+	e, err := New(cfg)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(context.Background(), 0) }()
+	var calls []heldCall
+	for range 3 { // the last one sent when the source ended
+		select {
+		case c := <-sender.calls:
+			calls = append(calls, c)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d batches sent, want 3", len(calls))
+		}
+	}
+	calls[0].answer <- nil
+	select {
+	case <-store.saves:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no fingerprints saved while batches were in flight")
+	}
+	for _, c := range calls[1:] {
+		c.answer <- nil
+	}
+	require.NoError(t, <-done)
+	got, pos, _ := mem.total()
+	require.Equal(t, int64(2500), pos)
+	require.Equal(t, int64(2500), got.Sent)
+}

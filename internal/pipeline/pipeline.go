@@ -212,7 +212,10 @@ func (e *Engine) Run(ctx context.Context, startPos int64) (err error) {
 	readErr := e.placeAll(ctx, chunks)
 	stopProducer()
 	if readErr == nil && e.bat.firstErr == nil {
-		readErr = e.bat.flush(ctx) // the whole source is read: send what is left
+		// The whole source is read: send what is left, and save the fingerprints with the
+		// next checkpoint, while the last batches are in flight.
+		e.com.saveEarly()
+		readErr = e.bat.flush(ctx)
 	}
 	return e.finish(ctx, readErr)
 }
