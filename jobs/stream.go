@@ -98,11 +98,9 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	if rt.sinkErr != nil {
 		return cfg, nil, permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
 	}
-	load := s.fps
+	load := s.fps // the caller's, stopped by the caller
 	if load == nil && s.delta && !s.verify {
 		load = rt.loadFingerprints(ctx, s.listID)
-	}
-	if load != nil {
 		defer load.stop() // done by then, unless prepare failed first
 	}
 	src := s.source

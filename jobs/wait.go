@@ -31,8 +31,8 @@ type Progress struct {
 }
 
 // Wait follows a job until its run ends, calling progress (if not nil) every PollInterval
-// and as soon as a run worked by this process ends, and returns the run. A run that failed or was cancelled is returned with an error wrapping
-// ErrRunFailed or ErrRunCancelled.
+// and as soon as a run worked by this process ends, and returns the run. A run that failed
+// or was cancelled is returned with an error wrapping ErrRunFailed or ErrRunCancelled.
 //
 // Unless Run is working jobs in this process, Wait works them itself: it starts a River
 // client on the same database (without the schedules) and stops it once the awaited run

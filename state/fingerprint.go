@@ -137,10 +137,10 @@ func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool) {
 
 // LookupBatch looks up many e-mail hashes at once: for each emails[i] it sets fps[i] and
 // found[i] as Lookup would, and idx[i] as Index would unless idx is nil (each at least as
-// long as emails). It first touches
-// where each entry should be, with no branch on what it reads, so the memory loads of many
-// lookups are in flight together; the lookups then find their entries in the cache. For a
-// large set this is several times faster than one Lookup after the other.
+// long as emails). It first touches where each entry should be, with no branch on what it
+// reads, so the memory loads of many lookups are in flight together; the lookups then find
+// their entries in the cache. For a large set this is several times faster than one Lookup
+// after the other.
 func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found []bool, idx []int32) {
 	var sink uint64
 	for _, e := range emails {
@@ -438,9 +438,7 @@ func (s *Store) SaveFingerprintsStepped(ctx context.Context, f *FingerprintSet, 
 			return fmt.Errorf("save fingerprints of list %d (buckets %d to %d): %w", f.listID, from, to-1, err)
 		}
 		f.clearPending(from, to)
-		if between != nil {
-			between()
-		}
+		between() // stepped only with a between
 	}
 	return nil
 }

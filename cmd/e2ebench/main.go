@@ -258,9 +258,9 @@ func run(n int, formats []string, dir string, inFlight, batches, runs int, split
 				slots := tm["window"] * tm["total"]
 				fmt.Printf("       the engine's %.2fs: its %.0f slots were sending %.0f%%, acknowledged and waiting to be counted %.0f%%, "+
 					"counted and waiting for their checkpoint %.0f%%, empty %.0f%% of the time; it waited %.2fs for rows, %.2fs for the window\n",
-					tm["total"], tm["window"], 100*tm["slots_sending"]/slots, 100*tm["slots_acked_waiting_for_earlier"]/slots,
+					tm["total"], tm["window"], 100*tm["slots_sending"]/slots, 100*tm["slots_acked_waiting_to_be_counted"]/slots,
 					100*tm["slots_acked_waiting_for_checkpoint"]/slots,
-					100*(slots-tm["slots_sending"]-tm["slots_acked_waiting_for_earlier"]-tm["slots_acked_waiting_for_checkpoint"])/slots,
+					100*(slots-tm["slots_sending"]-tm["slots_acked_waiting_to_be_counted"]-tm["slots_acked_waiting_for_checkpoint"])/slots,
 					tm["waiting_for_rows"], tm["waiting_for_window"])
 			}
 		}

@@ -16,8 +16,9 @@ const lagRows = 10 * sink.MaxBatchRows
 
 // The batcher is the third stage: it places the filtered rows in batches, one open batch per
 // status group, and sends them, with at most a window of batches sent and not yet counted by
-// a written checkpoint (see committer.countBatch). A row whose e-mail is in a sent, unacknowledged batch waits for that batch's
-// acknowledgement before its own batch is sent, so the last row for an e-mail wins.
+// a written checkpoint (see committer.countBatch). A row whose e-mail is in a sent,
+// unacknowledged batch waits for that batch's acknowledgement before its own batch is sent,
+// so the last row for an e-mail wins.
 //
 // It runs on the engine's goroutine; each batch is sent on a goroutine of its own, which
 // reports back on results.
@@ -49,8 +50,8 @@ type batcher struct {
 type slotTimes struct {
 	// Sending: sent until answered.
 	Sending time.Duration
-	// WaitingForEarlier: acknowledged until a checkpoint counted it (the engine was busy).
-	WaitingForEarlier time.Duration
+	// WaitingToBeCounted: acknowledged until the engine counted it in a checkpoint.
+	WaitingToBeCounted time.Duration
 	// WaitingForCheckpoint: counted until that checkpoint was written and taken back.
 	WaitingForCheckpoint time.Duration
 }
@@ -290,7 +291,7 @@ func (t *batcher) release(done []*batch) {
 	now := time.Now()
 	for _, b := range done {
 		t.slots.Sending += b.ackedAt.Sub(b.sentAt)
-		t.slots.WaitingForEarlier += b.coveredAt.Sub(b.ackedAt)
+		t.slots.WaitingToBeCounted += b.coveredAt.Sub(b.ackedAt)
 		t.slots.WaitingForCheckpoint += now.Sub(b.coveredAt)
 		if len(t.free) < t.size+2 {
 			clear(b.rows[:cap(b.rows)]) // drop the strings the payloads point at

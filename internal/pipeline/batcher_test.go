@@ -77,8 +77,8 @@ func TestBatcherGroupsAndWindow(t *testing.T) {
 
 // TestWindowSlotTimes: the engine accounts for where its window's slots spent their time
 // (the "pipeline timings" a benchmark reads): every batch's time from sent to freed is
-// sending, acknowledged waiting for an earlier batch, or covered waiting for its checkpoint,
-// and the slots together never spend more than the window's size times the run.
+// sending, acknowledged waiting to be counted, or counted waiting for its checkpoint, and the
+// slots together never spend more than the window's size times the run.
 func TestWindowSlotTimes(t *testing.T) {
 	t.Parallel()
 	sender := &holdingSender{calls: make(chan heldCall)}
@@ -87,8 +87,7 @@ func TestWindowSlotTimes(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- e.Run(context.Background(), 0) }()
 
-	// The batches are answered in pairs, the second of each pair first, so that the first
-	// holds it back.
+	// The batches are answered in pairs, the second of each pair first.
 	var held time.Duration
 	for range 2 {
 		first := <-sender.calls
@@ -104,8 +103,8 @@ func TestWindowSlotTimes(t *testing.T) {
 	s := e.bat.slots
 	require.Equal(t, 4, e.bat.seq)
 	require.GreaterOrEqual(t, s.Sending, held, "a batch is sending from its request until its answer")
-	require.Positive(t, s.WaitingForEarlier, "the second of a pair waited for the first")
-	require.LessOrEqual(t, s.Sending+s.WaitingForEarlier+s.WaitingForCheckpoint, time.Duration(cfg.Window)*elapsed)
+	require.Positive(t, s.WaitingToBeCounted, "an acknowledged batch waits for the engine to count it")
+	require.LessOrEqual(t, s.Sending+s.WaitingToBeCounted+s.WaitingForCheckpoint, time.Duration(cfg.Window)*elapsed)
 }
 
 // TestAcknowledgementFreesSlotWhenHandled: when the engine waits for the window and no

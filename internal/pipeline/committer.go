@@ -25,10 +25,10 @@ const (
 // checkpoint is the highest ordinal below which every row is done (rejected, filtered, or in
 // a batch the service acknowledged), and carries the counts, rejects and fingerprints of the
 // outcomes it newly covers and of the batches acknowledged since the last (see countBatch):
-// every row is counted by exactly one checkpoint. Its writer goroutine writes checkpoints queued together
-// in one transaction, and saves the fingerprints of acknowledged rows every FingerprintFlush
-// rows and at the end; the engine writes a checkpoint itself when it waits for the window and
-// the writer is idle (see advance).
+// every row is counted by exactly one checkpoint. Its writer goroutine writes checkpoints
+// queued together in one transaction, and saves the fingerprints of acknowledged rows every
+// FingerprintFlush rows and once the source is read; the engine writes a checkpoint itself
+// when it waits for the window and the writer is idle (see advance).
 type committer struct {
 	store    Store
 	log      *slog.Logger

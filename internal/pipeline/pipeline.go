@@ -206,7 +206,7 @@ func (e *Engine) Run(ctx context.Context, startPos int64) (err error) {
 			slog.Int("batches", e.bat.seq), slog.Int("window", e.cfg.Window),
 			slog.Int("checkpoints_by_engine", e.com.byEngine), slog.Int64("checkpoints_by_writer", e.com.byWriter.Load()),
 			slog.Duration("slots_sending", e.bat.slots.Sending),
-			slog.Duration("slots_acked_waiting_for_earlier", e.bat.slots.WaitingForEarlier),
+			slog.Duration("slots_acked_waiting_to_be_counted", e.bat.slots.WaitingToBeCounted),
 			slog.Duration("slots_acked_waiting_for_checkpoint", e.bat.slots.WaitingForCheckpoint))
 	}()
 	readErr := e.placeAll(ctx, chunks)
