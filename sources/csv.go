@@ -278,7 +278,7 @@ func (r *CSVReader) readHeader(ctx context.Context, headerRow int) error {
 				return err
 			}
 		}
-		fields, start, rowErr, err := r.readRecord()
+		fields, _, start, rowErr, err := r.readRecord(false)
 		if err == io.EOF {
 			if r.lines.no == 0 {
 				return fmt.Errorf("%w: the file is empty", ErrNoHeader)
@@ -350,27 +350,39 @@ func (r *CSVReader) Progress() Progress {
 
 // Next returns the next record; see the package doc.
 func (r *CSVReader) Next(ctx context.Context) (Record, error) {
+	rec, _, err := r.next(ctx, false)
+	return rec, err
+}
+
+// NextLine returns the next record, a simple one as its line: see [LineReader]. The line is
+// carved from the reader's slab, as values are, and may be kept.
+func (r *CSVReader) NextLine(ctx context.Context) (Record, string, error) { return r.next(ctx, true) }
+
+func (r *CSVReader) next(ctx context.Context, whole bool) (Record, string, error) {
 	if r.closed {
-		return Record{}, ErrClosed
+		return Record{}, "", ErrClosed
 	}
 	if r.err != nil {
-		return Record{}, r.err
+		return Record{}, "", r.err
 	}
 	for n := 0; ; n++ {
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				r.err = fmt.Errorf("read %s: %w", r.path, err)
-				return Record{}, r.err
+				return Record{}, "", r.err
 			}
 		}
-		fields, start, rowErr, err := r.readRecord()
+		fields, line, start, rowErr, err := r.readRecord(whole)
 		if err == io.EOF {
 			r.err = io.EOF
-			return Record{}, io.EOF
+			return Record{}, "", io.EOF
 		}
 		if err != nil {
 			r.err = fmt.Errorf("read %s line %d: %w", r.path, r.lines.no, err)
-			return Record{}, r.err
+			return Record{}, "", r.err
+		}
+		if line != "" {
+			return Record{Ordinal: r.rows.Add(1), Line: start}, line, nil
 		}
 		if rowErr == nil && allBlank(fields) {
 			continue
@@ -380,10 +392,30 @@ func (r *CSVReader) Next(ctx context.Context) (Record, error) {
 			rowErr = r.check(&rec)
 		}
 		if rowErr != nil {
-			return rec, rowErr
+			return rec, "", rowErr
 		}
-		return rec, nil
+		return rec, "", nil
 	}
+}
+
+// simple reports whether a line without a quote is a record NextLine hands out whole:
+// nothing for check to find (no NUL byte; valid UTF-8 in a file read as UTF-8), the header's
+// number of fields (nothing to trim), and not blank.
+func (r *CSVReader) simple(text []byte) bool {
+	if !asciiNoNUL(text) && (bytes.IndexByte(text, 0) >= 0 || r.utf8 && !utf8.Valid(text)) {
+		return false
+	}
+	if bytes.Count(text, []byte{r.delim})+1 != len(r.header) {
+		return false
+	}
+	for _, c := range text {
+		switch c {
+		case r.delim, ' ', '\t', '\n', '\v', '\f', '\r':
+		default:
+			return true
+		}
+	}
+	return false // blank: only delimiters and white space
 }
 
 // check validates a parsed record against the header, trimming extra empty fields.
@@ -432,27 +464,31 @@ func (r *CSVReader) cellsClean() bool {
 
 // readRecord parses the next record. A recoverable problem comes back as rowErr, with the
 // lines after the record's first line pushed back to be read again; err is io.EOF at the
-// end, or an I/O error.
-func (r *CSVReader) readRecord() (fields []string, start int, rowErr *RowError, err error) {
+// end, or an I/O error. With whole, a simple record (see simple) comes back as its line,
+// with fields nil.
+func (r *CSVReader) readRecord(whole bool) (fields []string, wholeLine string, start int, rowErr *RowError, err error) {
 	l, err := r.lines.next()
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, "", 0, nil, err
 	}
 	start = l.no
 	if l.tooLong {
-		return nil, start, &RowError{Line: start, Err: because(ErrLineTooLong, "the line is longer than %d bytes", r.max)}, nil
+		return nil, "", start, &RowError{Line: start, Err: because(ErrLineTooLong, "the line is longer than %d bytes", r.max)}, nil
 	}
 	if bytes.IndexByte(l.text, '"') < 0 {
+		if whole && r.simple(l.text) {
+			return nil, r.slab.string(l.text), start, nil, nil
+		}
 		// No quote on the line, as on most: the cells are the parts between delimiters.
 		r.cells, r.delimited = l.text, true
-		return r.slab.splitAt(l.text, r.delim), start, nil, nil
+		return r.slab.splitAt(l.text, r.delim), "", start, nil, nil
 	}
 	r.buf, r.ends, r.cont = r.buf[:0], r.ends[:0], r.cont[:0]
 	text, i := l.text, 0
-	fail := func(col int, cause error, format string, args ...any) ([]string, int, *RowError, error) {
+	fail := func(col int, cause error, format string, args ...any) ([]string, string, int, *RowError, error) {
 		r.lines.pushBack(r.cont)
 		r.ends = append(r.ends, len(r.buf))
-		return r.split(), start, &RowError{Line: start, Column: col, Err: because(cause, format, args...)}, nil
+		return r.split(), "", start, &RowError{Line: start, Column: col, Err: because(cause, format, args...)}, nil
 	}
 	for {
 		col := len(r.ends) + 1
@@ -465,7 +501,7 @@ func (r *CSVReader) readRecord() (fields []string, start int, rowErr *RowError, 
 			if k < 0 {
 				r.buf = append(r.buf, text[i:]...)
 				r.ends = append(r.ends, len(r.buf))
-				return r.split(), start, nil, nil
+				return r.split(), "", start, nil, nil
 			}
 			r.buf = append(r.buf, text[i:i+k]...)
 			r.ends = append(r.ends, len(r.buf))
@@ -489,7 +525,7 @@ func (r *CSVReader) readRecord() (fields []string, start int, rowErr *RowError, 
 					return fail(col, ErrQuote, "the quoted field starting on line %d is never closed (unterminated quote)", quoteLine)
 				}
 				if err != nil {
-					return nil, start, nil, err
+					return nil, "", start, nil, err
 				}
 				nl.text = bytes.Clone(nl.text)
 				r.cont = append(r.cont, nl)
@@ -512,7 +548,7 @@ func (r *CSVReader) readRecord() (fields []string, start int, rowErr *RowError, 
 			}
 			if i == len(text) {
 				r.ends = append(r.ends, len(r.buf))
-				return r.split(), start, nil, nil
+				return r.split(), "", start, nil, nil
 			}
 			if text[i] != r.delim {
 				c, _ := utf8.DecodeRune(text[i:])

@@ -36,6 +36,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Record is one data row of a source.
@@ -67,6 +68,41 @@ type Reader interface {
 	Next(ctx context.Context) (Record, error)
 	Progress() Progress
 	Close() error
+}
+
+// A LineReader is a [Reader] that can hand out a simple record as its line, unsplit, for a
+// caller that often needs only a part of it (a delta sync that finds most rows unchanged
+// from their bytes). [CSVReader] is one.
+type LineReader interface {
+	Reader
+	// NextLine is Next, except that a simple record comes back with Values nil and line
+	// holding the record's text as read: one line without a quote, of valid text (no NUL
+	// byte, nothing a value is checked for), not blank, with exactly the header's number of
+	// fields. Its values
+	// are SplitLine(line, Delimiter()), the very values Next would have returned. Any other
+	// record comes back as Next returns it, with line "".
+	NextLine(ctx context.Context) (rec Record, line string, err error)
+	// Delimiter is the field delimiter of the lines.
+	Delimiter() rune
+}
+
+// SplitLine returns the values of a line NextLine returned: the parts between the delimiters.
+func SplitLine(line string, delim rune) []string { return strings.Split(line, string(delim)) }
+
+// Field returns the value of column i of a line NextLine returned, without splitting it.
+func Field(line string, delim rune, i int) string {
+	d := byte(delim)
+	for ; i > 0; i-- {
+		k := strings.IndexByte(line, d)
+		if k < 0 {
+			return ""
+		}
+		line = line[k+1:]
+	}
+	if k := strings.IndexByte(line, d); k >= 0 {
+		return line[:k]
+	}
+	return line
 }
 
 // RowError describes a row that could not be read. The rest of the source still flows. As
