@@ -28,6 +28,9 @@ const chunkRows = 1000
 //     checkpoint.
 type chunk struct {
 	recs   []sources.Record // read, to be mapped
+	lines  []string         // with producer.lines: recs[i] is the line lines[i] unless it is ""
+	delim  rune             // the lines' delimiter
+	joined []byte           // scratch of sourceHash
 	before []sources.Record // read, done before a restart: mapped for their e-mails only
 	// cands are the records of a delta run, not yet mapped: those whose source values are
 	// what was last acknowledged are unchanged without mapping (see filter.resolve).
@@ -61,10 +64,11 @@ type chunk struct {
 
 // cand is a record of a delta run, read but not mapped.
 type cand struct {
-	rec   sources.Record
-	email string // its raw e-mail, trimmed and lower-cased (state.NormaliseEmail)
-	src   uint64 // sourceHash of the record
-	key   uint64 // EmailHash of the e-mail
+	rec   sources.Record // Values nil when it was read as a line
+	line  string         // the line it was read as, or ""
+	email string         // its raw e-mail, trimmed and lower-cased (state.NormaliseEmail)
+	src   uint64         // sourceHash of the record
+	key   uint64         // EmailHash of the e-mail
 }
 
 // newChunk is an empty chunk starting after lastRead.
@@ -82,11 +86,19 @@ func (c *chunk) release() {
 	clear(c.warns)
 	clear(c.obsKeys)
 	c.arena.Reset()
-	*c = chunk{arena: c.arena, recs: c.recs[:0], before: c.before[:0], rows: c.rows[:0], sources: c.sources[:0],
+	*c = chunk{arena: c.arena, recs: c.recs[:0], lines: c.lines[:0], joined: c.joined[:0], before: c.before[:0], rows: c.rows[:0], sources: c.sources[:0],
 		dups: c.dups[:0], emails: c.emails[:0], payloads: c.payloads[:0], outcomes: c.outcomes[:0],
 		skip: c.skip[:0], observe: c.observe[:0], stored: c.stored[:0], known: c.known[:0],
 		cands: c.cands[:0], candFPs: c.candFPs[:0], candHit: c.candHit[:0], candIdx: c.candIdx[:0], candKeys: c.candKeys[:0], vals: c.vals[:0], warns: c.warns[:0],
 		obsKeys: c.obsKeys[:0], read: c.read[:0], members: c.members[:0]}
+}
+
+// line is the line recs[i] was read as, or "".
+func (c *chunk) line(i int) string {
+	if i < len(c.lines) {
+		return c.lines[i]
+	}
+	return ""
 }
 
 // mapRow maps rec in place, into the chunk's next row, and returns that row, recording a

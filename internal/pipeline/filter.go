@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
 
@@ -164,6 +165,11 @@ func (f *filter) resolve(ctx context.Context, c *chunk) error {
 		cd := &c.cands[i]
 		if c.candHit[i] && c.candFPs[i].Source == cd.src && f.unchanged(c, cd, int(c.candIdx[i])) {
 			continue
+		}
+		if cd.line != "" {
+			// Its own copy: a sent row's values are kept until its batch is counted, and
+			// the line's slab block holds a few hundred other lines.
+			cd.rec.Values = sources.SplitLine(strings.Clone(cd.line), c.delim)
 		}
 		row := c.mapRow(f.mapper, &cd.rec)
 		if row == nil {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
@@ -32,26 +34,40 @@ type producer struct {
 	fast     bool         // a delta run with fingerprints: records are resolved before mapping
 	srcSeed  state.Hasher // the start of every sourceHash
 	srcCols  []int        // the mapped columns, hashed by sourceHash
+	allCols  bool         // srcCols is every column: a line's hash is that of its bytes
+	delim    rune         // what joins the values sourceHash hashes: the CSV delimiter, or ','
 	emailCol int          // the e-mail column
 	track    bool         // a sync with a roster: every record's e-mail cell is read (chunk.read)
+	// lines is the reader of a fast run whose source hands out simple records as lines
+	// (sources.LineReader): such a record is resolved from its line, split only if mapped.
+	lines sources.LineReader
 }
 
 func newProducer(cfg Config, f *filter) *producer {
 	p := &producer{reader: cfg.Reader, mapper: cfg.Mapper, fps: cfg.Fingerprints, workers: cfg.MapWorkers, filter: f,
 		stopping: cfg.Stopping, free: make(chan *chunk, 4), done: cfg.Done}
+	p.delim = ','
+	lines, isLines := cfg.Reader.(sources.LineReader)
+	if isLines {
+		p.delim = lines.Delimiter()
+	}
 	p.setSourceHash(cfg.Reader.Header())
 	p.fast = cfg.Delta && cfg.Held == nil && cfg.Fingerprints.Len() > 0 && p.emailCol >= 0
+	if p.fast && isLines && p.delim < utf8.RuneSelf {
+		p.lines = lines
+	}
 	p.track = cfg.Roster != nil && p.emailCol >= 0
 	return p
 }
 
 // setSourceHash prepares sourceHash for the mapping: the columns it maps (everything but
-// ignored and unplaced ones), their names and the mapping's fingerprint. A delta run with
-// fingerprints resolves records before mapping them (see filter.resolve); it needs the e-mail
-// column.
+// ignored and unplaced ones), their names, the delimiter and the mapping's fingerprint. A
+// delta run with fingerprints resolves records before mapping them (see filter.resolve); it
+// needs the e-mail column.
 func (p *producer) setSourceHash(header []string) {
 	p.srcSeed = state.NewHasher()
-	p.srcSeed.String("source v1")
+	p.srcSeed.String("source v2")
+	p.srcSeed.Uint64(uint64(p.delim))
 	p.srcSeed.String(p.mapper.Fingerprint())
 	p.srcCols, p.emailCol = p.srcCols[:0], -1
 	for i, e := range p.mapper.Plan() {
@@ -65,6 +81,7 @@ func (p *producer) setSourceHash(header []string) {
 		p.srcSeed.Uint64(uint64(i))
 		p.srcSeed.String(header[i])
 	}
+	p.allCols = len(p.srcCols) == len(header)
 }
 
 // recycle gives a placed chunk back for reuse (see chunk.release).
@@ -152,7 +169,7 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 	var before int64 // records at or below startPos read again
 	done := p.done
 	for {
-		rec, err := p.nextRecord(ctx)
+		rec, line, err := p.nextRecord(ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -165,10 +182,13 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 			before++
 		}
 		if rowErr != nil && p.track {
-			c.read = append(c.read, state.EmailHash(p.rawEmail(rec)))
+			c.read = append(c.read, state.EmailHash(p.rawEmail(rec, "")))
 		}
 		for len(done) > 0 && done[0] < rec.Ordinal {
 			done = done[1:]
+		}
+		if line != "" && (rec.Ordinal <= startPos || len(done) > 0 && done[0] == rec.Ordinal) {
+			rec.Values, line = sources.SplitLine(line, p.delim), "" // mapped for its e-mail
 		}
 		switch {
 		case rec.Ordinal <= startPos:
@@ -184,6 +204,9 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 		default:
 			c.lastRead = rec.Ordinal
 			c.recs = append(c.recs, rec)
+			if p.lines != nil {
+				c.lines = append(c.lines, line)
+			}
 		}
 		if len(c.recs)+len(c.before)+len(c.outcomes) >= chunkRows {
 			c.bytes = p.reader.Progress().Bytes
@@ -200,23 +223,33 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 	emit(c)
 }
 
-// nextRecord reads the next record: a *sources.RowError is a record to reject; io.EOF the
-// end; any other error ends the run (ErrInterrupted on a stop).
-func (p *producer) nextRecord(ctx context.Context) (sources.Record, error) {
+// nextRecord reads the next record, a simple one of a LineReader as its line (see
+// producer.lines): a *sources.RowError is a record to reject; io.EOF the end; any other
+// error ends the run (ErrInterrupted on a stop).
+func (p *producer) nextRecord(ctx context.Context) (sources.Record, string, error) {
 	select {
 	case <-p.stopping:
-		return sources.Record{}, ErrInterrupted
+		return sources.Record{}, "", ErrInterrupted
 	default:
 	}
-	rec, err := p.reader.Next(ctx)
+	var (
+		rec  sources.Record
+		line string
+		err  error
+	)
+	if p.lines != nil {
+		rec, line, err = p.lines.NextLine(ctx)
+	} else {
+		rec, err = p.reader.Next(ctx)
+	}
 	var rowErr *sources.RowError
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.As(err, &rowErr):
-		return rec, err
+		return rec, line, err
 	case ctx.Err() != nil:
-		return rec, ctx.Err()
+		return rec, "", ctx.Err()
 	}
-	return rec, fmt.Errorf("read source: %w", err)
+	return rec, "", fmt.Errorf("read source: %w", err)
 }
 
 // next returns a chunk to fill, starting after lastRead: one given back, or a new one.
@@ -237,25 +270,28 @@ func (p *producer) mapChunk(c *chunk) {
 	for i := range c.before {
 		c.observeOnly(p.mapper, &c.before[i])
 	}
+	c.delim = p.delim
 	if p.track {
 		for i := range c.before {
-			c.read = append(c.read, state.EmailHash(p.rawEmail(c.before[i])))
+			c.read = append(c.read, state.EmailHash(p.rawEmail(c.before[i], "")))
 		}
 		for i := range c.recs {
-			c.read = append(c.read, state.EmailHash(p.rawEmail(c.recs[i])))
+			c.read = append(c.read, state.EmailHash(p.rawEmail(c.recs[i], c.line(i))))
 		}
 	}
 	for i := range c.recs {
 		rec := &c.recs[i]
 		if p.fast {
-			email := state.NormaliseEmail(p.rawEmail(*rec))
+			line := c.line(i)
+			email := state.NormaliseEmail(p.rawEmail(*rec, line))
 			h := state.NewHasher() // EmailHash of the normalised e-mail
 			h.String(email)
-			c.cands = append(c.cands, cand{rec: *rec, email: email, src: p.sourceHash(*rec), key: h.Sum64()})
+			src := p.sourceHash(*rec, line, &c.joined)
+			c.cands = append(c.cands, cand{rec: *rec, line: line, email: email, src: src, key: h.Sum64()})
 			continue
 		}
 		if c.mapRow(p.mapper, rec) != nil {
-			c.sources = append(c.sources, p.sourceHash(*rec))
+			c.sources = append(c.sources, p.sourceHash(*rec, "", &c.joined))
 			c.vals = append(c.vals, rec.Values)
 		}
 	}
@@ -264,7 +300,8 @@ func (p *producer) mapChunk(c *chunk) {
 	}
 	clear(c.before) // drop the records
 	clear(c.recs)
-	c.before, c.recs = c.before[:0], c.recs[:0]
+	clear(c.lines)
+	c.before, c.recs, c.lines = c.before[:0], c.recs[:0], c.lines[:0]
 }
 
 // lookup finds the fingerprints stored for the chunk's candidates, on the mapper's goroutine
@@ -282,10 +319,64 @@ func (p *producer) lookup(c *chunk) {
 	p.fps.LookupBatch(c.candKeys, c.candFPs, c.candHit, c.candIdx)
 }
 
-// sourceHash is the hash of a record's mapped columns (with the mapping's fingerprint and the
-// columns' names): two records with the same hash map to the same payload. Never 0.
-func (p *producer) sourceHash(rec sources.Record) uint64 {
+// sourceHash is the hash of a record's mapped columns (with the mapping's fingerprint, the
+// columns' names and the delimiter): two records with the same hash map to the same payload.
+// Never 0. It hashes the values joined by the delimiter, so a simple line of a CSV file
+// (see producer.lines) that maps every column hashes as its bytes, unsplit, and one that
+// does not as the bytes of its mapped fields; the values of a record read as values hash
+// alike. Values that hold the delimiter could be joined in more than one way: they are
+// hashed one by one instead, with their lengths. scratch is the caller's buffer.
+func (p *producer) sourceHash(rec sources.Record, line string, scratch *[]byte) uint64 {
 	h := p.srcSeed
+	if line != "" && p.allCols {
+		h.String(line)
+		return h.Sum64() | 1
+	}
+	d := byte(p.delim)
+	buf := (*scratch)[:0]
+	if line != "" {
+		col, k := 0, 0
+		for k < len(p.srcCols) {
+			end := strings.IndexByte(line, d)
+			if end < 0 {
+				end = len(line)
+			}
+			if col == p.srcCols[k] {
+				if k > 0 {
+					buf = append(buf, d)
+				}
+				buf = append(buf, line[:end]...)
+				k++
+			}
+			if end == len(line) {
+				break
+			}
+			line, col = line[end+1:], col+1
+		}
+	} else {
+		for k, i := range p.srcCols {
+			v := ""
+			if i < len(rec.Values) {
+				v = rec.Values[i]
+			}
+			if strings.IndexByte(v, d) >= 0 {
+				return p.sourceHashParts(rec)
+			}
+			if k > 0 {
+				buf = append(buf, d)
+			}
+			buf = append(buf, v...)
+		}
+	}
+	*scratch = buf
+	h.Bytes(buf)
+	return h.Sum64() | 1
+}
+
+// sourceHashParts is sourceHash for values that hold the delimiter.
+func (p *producer) sourceHashParts(rec sources.Record) uint64 {
+	h := p.srcSeed
+	h.String("parts")
 	for _, i := range p.srcCols {
 		if i < len(rec.Values) {
 			h.String(rec.Values[i])
@@ -296,9 +387,12 @@ func (p *producer) sourceHash(rec sources.Record) uint64 {
 	return h.Sum64() | 1
 }
 
-// rawEmail is the record's e-mail cell as read.
-func (p *producer) rawEmail(rec sources.Record) string {
-	if p.emailCol >= 0 && p.emailCol < len(rec.Values) {
+// rawEmail is the record's e-mail cell as read, from its line if it was read as one.
+func (p *producer) rawEmail(rec sources.Record, line string) string {
+	switch {
+	case line != "":
+		return sources.Field(line, p.delim, p.emailCol)
+	case p.emailCol >= 0 && p.emailCol < len(rec.Values):
 		return rec.Values[p.emailCol]
 	}
 	return ""
