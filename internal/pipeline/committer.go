@@ -152,6 +152,10 @@ func (c *committer) advance(ctx context.Context, w, bytes int64, window []*batch
 		}
 		n++
 	}
+	if n < len(c.outcomes) && c.outcomes[n].straddles(w) {
+		head := c.outcomes[n].split(w) // a run of unchanged rows, partly at or below w
+		*d = d.Add(head.counts())
+	}
 	c.outcomes = append(c.outcomes[:0], c.outcomes[n:]...)
 	c.pos = w
 	for c.pending >= maxPendingCommits {

@@ -60,6 +60,42 @@ func TestCommitterCountsAcknowledgedBatchesWhole(t *testing.T) {
 	require.Equal(t, 5, rejects[1].Line)
 }
 
+// TestCommitterSplitsRunsOfUnchangedRows: the unchanged rows of a delta sync come as runs (one
+// outcome for many rows); a checkpoint inside a run counts the rows at or below it, and the
+// next the rest.
+func TestCommitterSplitsRunsOfUnchangedRows(t *testing.T) {
+	t.Parallel()
+	cfg, store := stubConfig(t, people(1, nil), &ackSender{})
+	e, err := New(cfg)
+	require.NoError(t, err)
+	com := e.com
+	com.start(context.Background(), 0)
+	var outs []outcome
+	for ord := int64(1); ord <= 10; ord++ {
+		if ord == 4 {
+			outs = append(outs, outcome{ord: ord, kind: outDuplicate})
+			continue
+		}
+		outs = appendUnchanged(outs, outcome{ord: ord, kind: outUnchanged})
+	}
+	require.Equal(t, []outcome{{ord: 3, run: 3, kind: outUnchanged}, {ord: 4, kind: outDuplicate},
+		{ord: 10, run: 6, kind: outUnchanged}}, outs, "rows 1-3 and 5-10 are runs")
+	com.await(outs)
+	for _, w := range []int64{2, 7, 10} {
+		com.advance(context.Background(), w, 0, nil, false)
+		for com.pending > 0 {
+			com.written(<-com.done)
+		}
+	}
+	require.NoError(t, com.close())
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	require.Len(t, store.cps, 3)
+	require.Equal(t, state.Counts{Read: 2, Unchanged: 2}, store.cps[0].Delta)
+	require.Equal(t, state.Counts{Read: 5, Unchanged: 4, Duplicates: 1}, store.cps[1].Delta)
+	require.Equal(t, state.Counts{Read: 3, Unchanged: 3}, store.cps[2].Delta)
+}
+
 // savingStore is a memStore whose first fingerprint save (of several steps) lasts until a
 // checkpoint was written between its steps, or 10 s.
 type savingStore struct {

@@ -222,7 +222,11 @@ func (f *filter) unchanged(c *chunk, cd *cand, idx int) bool {
 	if f.dryRun {
 		o.note = &planNote{line: cd.rec.Line, email: cd.email, status: st}
 	}
-	c.outcomes = append(c.outcomes, o)
+	if o.plain() {
+		c.outcomes = appendUnchanged(c.outcomes, o)
+	} else {
+		c.outcomes = append(c.outcomes, o)
+	}
 	return true
 }
 

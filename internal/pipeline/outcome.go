@@ -7,9 +7,12 @@ import (
 	"github.com/subsync/subsync/state"
 )
 
-// outcome is what happened to one row outside of a batch's acknowledgement.
+// outcome is what happened to one row outside of a batch's acknowledgement; or, with run
+// set, to the run of rows ord-run+1 to ord, each unchanged and nothing more (see
+// appendUnchanged).
 type outcome struct {
 	ord    int64
+	run    int64 // outUnchanged: the rows of the run, when more than one
 	kind   outcomeKind
 	reject *state.Reject // outRejected, outWarning
 	note   *planNote     // dry runs only
@@ -44,10 +47,41 @@ func (o *outcome) counts() state.Counts {
 	case outSuppressed:
 		return state.Counts{Suppressed: 1}
 	case outUnchanged:
-		return state.Counts{Unchanged: 1}
+		return state.Counts{Unchanged: max(o.run, 1)}
 	}
 	return state.Counts{}
 }
+
+// plain reports whether the outcome is an unchanged row (or run) and nothing more: no note,
+// no fingerprint to refresh, no roster member.
+func (o *outcome) plain() bool {
+	return o.kind == outUnchanged && o.note == nil && o.refresh == nil && o.member == nil && o.reject == nil
+}
+
+// appendUnchanged appends a plain unchanged outcome o to outs: as a run with the last
+// outcome when that is a plain one of the row before. A delta sync finds most rows
+// unchanged: their outcomes are counted a run at a time, not a row at a time.
+func appendUnchanged(outs []outcome, o outcome) []outcome {
+	if n := len(outs); n > 0 {
+		if last := &outs[n-1]; last.plain() && last.ord == o.ord-1 {
+			last.ord, last.run = o.ord, max(last.run, 1)+1
+			return outs
+		}
+	}
+	return append(outs, o)
+}
+
+// split takes the rows at or below w off a run that goes past w, returning them as a run
+// of their own; o keeps the rest.
+func (o *outcome) split(w int64) outcome {
+	k := w - (o.ord - o.run) // rows ord-run+1..w
+	head := outcome{ord: w, run: k, kind: outUnchanged}
+	o.run -= k
+	return head
+}
+
+// straddles reports whether o is a run with rows on both sides of w.
+func (o *outcome) straddles(w int64) bool { return o.run > 1 && o.ord > w && o.ord-o.run < w }
 
 // planNote is what a dry run's plan says of a row that is not sent: its line, e-mail, and
 // the suppressed status of a suppressed row.
