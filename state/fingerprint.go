@@ -61,9 +61,14 @@ func EmailHash(email string) uint64 {
 // Lookup only reads what was loaded, so it may run concurrently with Add and
 // SaveFingerprints; Add and SaveFingerprints must not run concurrently with each other.
 type FingerprintSet struct {
-	listID   int64
-	loaded   [][]byte // per bucket: sorted entries as stored; nil when empty
-	first    []int32  // per bucket: the position of its first entry among all loaded (see Index)
+	listID int64
+	// loaded is the entries loaded, sorted by e-mail hash (bucket after bucket, each as
+	// stored), in one allocation: an entry's position in it is its Index.
+	loaded []byte
+	// index[j] is the position of the first loaded entry whose hash's top bits (hash >>
+	// shift) are at least j: an e-mail's entry is among index[j] to index[j+1], about four.
+	index    []int32
+	shift    uint
 	n        int
 	pending  [][][]Fingerprint // per bucket: blocks of pendingBlock entries, in the order added
 	npending int
@@ -80,7 +85,7 @@ const pendingBlock = 32
 // NewFingerprintSet returns an empty set for the list, for a run that only records
 // fingerprints (an import) and need not read the stored ones.
 func NewFingerprintSet(listID int64) *FingerprintSet {
-	return &FingerprintSet{listID: listID, loaded: make([][]byte, FingerprintBuckets)}
+	return &FingerprintSet{listID: listID}
 }
 
 // ListID is the list the set belongs to.
@@ -94,10 +99,9 @@ func (f *FingerprintSet) Pending() int { return f.npending }
 
 // Lookup returns the fingerprint stored for an e-mail hash when the set was loaded.
 //
-// A bucket holds the entries whose hashes share their top 12 bits, sorted; the remaining 52
-// bits are uniformly distributed, so the entry sits close to where interpolation puts it
-// (within a few entries, in the same cache lines): Lookup starts there and walks, touching
-// one or two cache lines where a binary search over a cold bucket would miss on every probe.
+// The loaded entries are one sorted array with an index by the hashes' top bits, sized for
+// about four entries a slot: a lookup reads the slot's bounds and then one or two cache
+// lines of entries, where a binary search over a million would miss on most probes.
 func (f *FingerprintSet) Lookup(email uint64) (Fingerprint, bool) {
 	fp, _, ok := f.lookup(email)
 	return fp, ok
@@ -111,46 +115,41 @@ func (f *FingerprintSet) Index(email uint64) (int, bool) {
 }
 
 func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool) {
-	bucket := bucketOf(email)
-	b := f.loaded[bucket]
-	n := len(b) / fpEntrySize
-	if n == 0 {
+	if f.n == 0 {
 		return Fingerprint{}, 0, false
 	}
-	key := func(i int) uint64 { return binary.LittleEndian.Uint64(b[i*fpEntrySize:]) }
-	hi, _ := bits.Mul64(email<<12, uint64(n)) // (low 52 bits / 2^52) × n
-	i := int(hi)
-	if key(i) < email {
-		for i++; i < n && key(i) < email; i++ {
+	j := email >> f.shift
+	b := f.loaded
+	for i, hi := int(f.index[j]), int(f.index[j+1]); i < hi; i++ {
+		k := binary.LittleEndian.Uint64(b[i*fpEntrySize:])
+		if k < email {
+			continue
 		}
-	} else {
-		for i > 0 && key(i-1) >= email {
-			i--
+		if k == email {
+			return Fingerprint{Email: email, Payload: binary.LittleEndian.Uint64(b[i*fpEntrySize+8:]),
+				Source: binary.LittleEndian.Uint64(b[i*fpEntrySize+16:])}, i, true
 		}
-	}
-	if i < n && key(i) == email {
-		return Fingerprint{Email: email, Payload: binary.LittleEndian.Uint64(b[i*fpEntrySize+8:]),
-			Source: binary.LittleEndian.Uint64(b[i*fpEntrySize+16:])}, int(f.first[bucket]) + i, true
+		break
 	}
 	return Fingerprint{}, 0, false
 }
 
 // LookupBatch looks up many e-mail hashes at once: for each emails[i] it sets fps[i] and
 // found[i] as Lookup would, and idx[i] as Index would unless idx is nil (each at least as
-// long as emails). It first touches where each entry should be, with no branch on what it
-// reads, so the memory loads of many lookups are in flight together; the lookups then find
-// their entries in the cache. For a large set this is several times faster than one Lookup
+// long as emails). It first touches the cache lines of each e-mail's slot, with no branch on
+// what it reads, so the memory loads of many lookups are in flight together; the lookups then
+// find their entries in the cache. For a large set this is several times faster than one Lookup
 // after the other.
 func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found []bool, idx []int32) {
-	var sink uint64
-	for _, e := range emails {
-		b := f.loaded[bucketOf(e)]
-		if n := len(b) / fpEntrySize; n > 0 {
-			hi, _ := bits.Mul64(e<<12, uint64(n))
-			sink += uint64(b[int(hi)*fpEntrySize])
+	if f.n > 0 {
+		var sink uint64
+		last := len(f.loaded) - 1
+		for _, e := range emails {
+			p := int(f.index[e>>f.shift]) * fpEntrySize // a slot's entries span two or three lines
+			sink += uint64(f.loaded[min(p, last)]) + uint64(f.loaded[min(p+64, last)]) + uint64(f.loaded[min(p+127, last)])
 		}
+		touchSink.Store(sink)
 	}
-	touchSink.Store(sink)
 	for i, e := range emails {
 		var k int
 		fps[i], k, found[i] = f.lookup(e)
@@ -243,13 +242,14 @@ func byEmail(a, b Fingerprint) int { return cmp.Compare(a.Email, b.Email) }
 // for an e-mail winning.
 func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*FingerprintSet, error) {
 	f := NewFingerprintSet(listID)
+	buckets := make([][]byte, FingerprintBuckets)
 	// Two halves of the buckets are read and merged at once, on two connections: reading a
 	// million fingerprints (24 MB) is CPU work in the driver, and nothing else runs yet.
 	const halves = 2
 	errs := make(chan error, halves)
 	for h := range halves {
 		lo, hi := h*FingerprintBuckets/halves, (h+1)*FingerprintBuckets/halves
-		go func() { errs <- s.loadBuckets(ctx, f, lo, hi) }()
+		go func() { errs <- s.loadBuckets(ctx, f.listID, buckets, lo, hi) }()
 	}
 	var err error
 	for range halves {
@@ -269,26 +269,50 @@ func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*Fingerprin
 		for end < len(recent) && bucketOf(recent[end].Email) == bucket {
 			end++
 		}
-		merged = mergeBucket(merged[:0], f.loaded[bucket], recent[start:end])
-		f.loaded[bucket] = slices.Clone(merged)
+		merged = mergeBucket(merged[:0], buckets[bucket], recent[start:end])
+		buckets[bucket] = slices.Clone(merged)
 		start = end
 	}
-	f.first = make([]int32, FingerprintBuckets)
-	for i, b := range f.loaded {
-		f.first[i] = int32(f.n)
-		f.n += len(b) / fpEntrySize
-	}
-	if f.n > math.MaxInt32 {
-		return nil, fmt.Errorf("load fingerprints of list %d: %d fingerprints, at most %d", listID, f.n, math.MaxInt32)
+	if err := f.setLoaded(buckets); err != nil {
+		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
 	}
 	return f, nil
 }
 
-// loadBuckets reads the stored parts of buckets [lo, hi) of f's list into f.loaded, each
+// setLoaded makes the buckets' entries (each bucket sorted) the loaded ones, and indexes them.
+func (f *FingerprintSet) setLoaded(buckets [][]byte) error {
+	total := 0
+	for _, b := range buckets {
+		total += len(b)
+	}
+	if total/fpEntrySize > math.MaxInt32 {
+		return fmt.Errorf("%d fingerprints, at most %d", total/fpEntrySize, math.MaxInt32)
+	}
+	f.loaded = make([]byte, 0, total)
+	for _, b := range buckets {
+		f.loaded = append(f.loaded, b...)
+	}
+	f.n = total / fpEntrySize
+	width := max(bits.Len(uint(f.n/4)), 1) // about four entries a slot
+	f.shift = uint(64 - width)
+	f.index = make([]int32, 1<<width+1)
+	j := 0
+	for i := range f.n {
+		for top := int(binary.LittleEndian.Uint64(f.loaded[i*fpEntrySize:]) >> f.shift); j <= top; j++ {
+			f.index[j] = int32(i)
+		}
+	}
+	for ; j < len(f.index); j++ {
+		f.index[j] = int32(f.n)
+	}
+	return nil
+}
+
+// loadBuckets reads the stored parts of buckets [lo, hi) of the list into buckets, each
 // bucket's parts merged into one.
-func (s *Store) loadBuckets(ctx context.Context, f *FingerprintSet, lo, hi int) error {
+func (s *Store) loadBuckets(ctx context.Context, listID int64, buckets [][]byte, lo, hi int) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT bucket, data FROM subsync_fingerprint
-WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, f.listID, lo, hi)
+WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, listID, lo, hi)
 	if err != nil {
 		return err
 	}
@@ -298,7 +322,7 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, f.li
 	bucket, buf, ends := -1, []byte(nil), []int(nil)
 	flush := func() {
 		if bucket >= 0 {
-			f.loaded[bucket] = mergeParts(make([]byte, 0, len(buf)), buf, ends)
+			buckets[bucket] = mergeParts(make([]byte, 0, len(buf)), buf, ends)
 		}
 		buf, ends = buf[:0], ends[:0]
 	}

@@ -1055,6 +1055,49 @@ func TestFingerprintLookup(t *testing.T) {
 	}
 }
 
+// TestFingerprintIndex: whatever the number loaded (none, a few, many), Index is an entry's
+// position in hash order, and LookupBatch finds what Lookup finds.
+func TestFingerprintIndex(t *testing.T) {
+	t.Parallel()
+	s := newSQLite(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for list, n := range []int{0, 1, 3, 4, 5, 9, 1000, 50_000} {
+		set := state.NewFingerprintSet(int64(list))
+		var emails []uint64
+		for i := range n {
+			e := rng.Uint64()
+			if i == 0 {
+				e = ^uint64(0)
+			}
+			emails = append(emails, e)
+			set.Add(state.Fingerprint{Email: e, Payload: uint64(i)})
+		}
+		require.NoError(t, s.SaveFingerprints(ctx, set))
+		loaded, err := s.LoadFingerprints(ctx, int64(list))
+		require.NoError(t, err)
+		require.Equal(t, n, loaded.Len())
+		sorted := slices.Sorted(slices.Values(emails))
+		for pos, e := range sorted {
+			i, ok := loaded.Index(e)
+			require.True(t, ok, "n=%d %x", n, e)
+			require.Equal(t, pos, i, "n=%d", n)
+		}
+		probe := append(slices.Clone(emails), 0, 1, rng.Uint64(), rng.Uint64())
+		fps, found, idx := make([]state.Fingerprint, len(probe)), make([]bool, len(probe)), make([]int32, len(probe))
+		loaded.LookupBatch(probe, fps, found, idx)
+		for k, e := range probe {
+			fp, ok := loaded.Lookup(e)
+			i, _ := loaded.Index(e)
+			require.Equal(t, ok, found[k], "n=%d %x", n, e)
+			require.Equal(t, fp, fps[k])
+			if ok {
+				require.Equal(t, int32(i), idx[k])
+			}
+		}
+	}
+}
+
 // TestFingerprintRecentChanges: a few changes are kept beside the buckets and merged in on
 // load; once they grow past the limit they are merged into the buckets.
 func TestFingerprintRecentChanges(t *testing.T) {
