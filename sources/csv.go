@@ -409,8 +409,10 @@ func (r *CSVReader) simple(text []byte) bool {
 		return false
 	}
 	for _, c := range text {
-		switch c {
-		case r.delim, ' ', '\t', '\n', '\v', '\f', '\r':
+		switch {
+		case c == r.delim || c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r':
+		case c >= utf8.RuneSelf: // maybe white space (U+00A0, U+3000, ...): as Next decides
+			return !allBlank(strings.Split(string(text), string(r.delim)))
 		default:
 			return true
 		}
