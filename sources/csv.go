@@ -479,11 +479,11 @@ func (r *CSVReader) readRecord(whole bool) (fields []string, wholeLine string, s
 	}
 	if bytes.IndexByte(l.text, '"') < 0 {
 		if whole && r.simple(l.text) {
-			return nil, r.slab.string(l.text), start, nil, nil
+			return nil, stableString(l.text), start, nil, nil
 		}
 		// No quote on the line, as on most: the cells are the parts between delimiters.
 		r.cells, r.delimited = l.text, true
-		return r.slab.splitAt(l.text, r.delim), "", start, nil, nil
+		return r.slab.splitAt(stableString(l.text), r.delim), "", start, nil, nil
 	}
 	r.buf, r.ends, r.cont = r.buf[:0], r.ends[:0], r.cont[:0]
 	text, i := l.text, 0

@@ -1,7 +1,6 @@
 package sources
 
 import (
-	"bytes"
 	"strings"
 )
 
@@ -37,11 +36,10 @@ func (s *stringSlab) split(buf []byte, ends []int) []string {
 	return fields
 }
 
-// splitAt returns the parts of line between the delimiters.
+// splitAt returns the parts of line between the delimiters, as parts of str (not copied).
 // The slice has no spare capacity.
-func (s *stringSlab) splitAt(line []byte, delim byte) []string {
-	n := bytes.Count(line, []byte{delim}) + 1
-	str := s.string(line)
+func (s *stringSlab) splitAt(str string, delim byte) []string {
+	n := strings.Count(str, string(delim)) + 1
 	fields := s.strings(n)
 	for i := range n - 1 {
 		k := strings.IndexByte(str, delim)
