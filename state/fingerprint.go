@@ -62,11 +62,11 @@ func EmailHash(email string) uint64 {
 // SaveFingerprints; Add and SaveFingerprints must not run concurrently with each other.
 type FingerprintSet struct {
 	listID int64
-	// loaded is the entries loaded, sorted by e-mail hash (bucket after bucket, each as
-	// stored), in one allocation: an entry's position in it is its Index.
-	loaded []byte
-	// index[j] is the position of the first loaded entry whose hash's top bits (hash >>
-	// shift) are at least j: an e-mail's entry is among index[j] to index[j+1], about four.
+	loaded [][]byte // per bucket: sorted entries as stored; nil when empty
+	first  []int32  // per bucket: the position of its first entry among all loaded (see Index)
+	// index[j] is the position among all loaded of the first entry whose hash's top bits
+	// (hash >> shift, at least the bucket's 12) are at least j: an e-mail's entry is among
+	// index[j] to index[j+1], about four.
 	index    []int32
 	shift    uint
 	n        int
@@ -85,7 +85,7 @@ const pendingBlock = 32
 // NewFingerprintSet returns an empty set for the list, for a run that only records
 // fingerprints (an import) and need not read the stored ones.
 func NewFingerprintSet(listID int64) *FingerprintSet {
-	return &FingerprintSet{listID: listID}
+	return &FingerprintSet{listID: listID, loaded: make([][]byte, FingerprintBuckets)}
 }
 
 // ListID is the list the set belongs to.
@@ -118,16 +118,16 @@ func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool) {
 	if f.n == 0 {
 		return Fingerprint{}, 0, false
 	}
-	j := email >> f.shift
-	b := f.loaded
-	for i, hi := int(f.index[j]), int(f.index[j+1]); i < hi; i++ {
+	j, bucket := email>>f.shift, bucketOf(email)
+	b, first := f.loaded[bucket], int(f.first[bucket])
+	for i, hi := int(f.index[j])-first, int(f.index[j+1])-first; i < hi; i++ {
 		k := binary.LittleEndian.Uint64(b[i*fpEntrySize:])
 		if k < email {
 			continue
 		}
 		if k == email {
 			return Fingerprint{Email: email, Payload: binary.LittleEndian.Uint64(b[i*fpEntrySize+8:]),
-				Source: binary.LittleEndian.Uint64(b[i*fpEntrySize+16:])}, i, true
+				Source: binary.LittleEndian.Uint64(b[i*fpEntrySize+16:])}, first + i, true
 		}
 		break
 	}
@@ -143,10 +143,13 @@ func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool) {
 func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found []bool, idx []int32) {
 	if f.n > 0 {
 		var sink uint64
-		last := len(f.loaded) - 1
 		for _, e := range emails {
-			p := int(f.index[e>>f.shift]) * fpEntrySize // a slot's entries span two or three lines
-			sink += uint64(f.loaded[min(p, last)]) + uint64(f.loaded[min(p+64, last)]) + uint64(f.loaded[min(p+127, last)])
+			bucket := bucketOf(e)
+			if b := f.loaded[bucket]; len(b) > 0 {
+				// A slot's entries span two or three cache lines.
+				p, last := (int(f.index[e>>f.shift])-int(f.first[bucket]))*fpEntrySize, len(b)-1
+				sink += uint64(b[min(p, last)]) + uint64(b[min(p+64, last)]) + uint64(b[min(p+127, last)])
+			}
 		}
 		touchSink.Store(sink)
 	}
@@ -281,25 +284,23 @@ func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*Fingerprin
 
 // setLoaded makes the buckets' entries (each bucket sorted) the loaded ones, and indexes them.
 func (f *FingerprintSet) setLoaded(buckets [][]byte) error {
-	total := 0
-	for _, b := range buckets {
-		total += len(b)
+	f.loaded, f.first, f.n = buckets, make([]int32, FingerprintBuckets), 0
+	for i, b := range buckets {
+		f.first[i] = int32(f.n)
+		f.n += len(b) / fpEntrySize
 	}
-	if total/fpEntrySize > math.MaxInt32 {
-		return fmt.Errorf("%d fingerprints, at most %d", total/fpEntrySize, math.MaxInt32)
+	if f.n > math.MaxInt32 {
+		return fmt.Errorf("%d fingerprints, at most %d", f.n, math.MaxInt32)
 	}
-	f.loaded = make([]byte, 0, total)
-	for _, b := range buckets {
-		f.loaded = append(f.loaded, b...)
-	}
-	f.n = total / fpEntrySize
-	width := max(bits.Len(uint(f.n/4)), 1) // about four entries a slot
+	width := max(bits.Len(uint(f.n/4)), 12) // about four entries a slot; a slot in one bucket
 	f.shift = uint(64 - width)
 	f.index = make([]int32, 1<<width+1)
 	j := 0
-	for i := range f.n {
-		for top := int(binary.LittleEndian.Uint64(f.loaded[i*fpEntrySize:]) >> f.shift); j <= top; j++ {
-			f.index[j] = int32(i)
+	for bucket, b := range buckets {
+		for i := range len(b) / fpEntrySize {
+			for top := int(binary.LittleEndian.Uint64(b[i*fpEntrySize:]) >> f.shift); j <= top; j++ {
+				f.index[j] = f.first[bucket] + int32(i)
+			}
 		}
 	}
 	for ; j < len(f.index); j++ {
