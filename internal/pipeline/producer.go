@@ -169,12 +169,11 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 	var before int64 // records at or below startPos read again
 	done := p.done
 	for {
-		rec, line, err := p.nextRecord(ctx)
+		rec, line, rowErr, err := p.nextRecord(ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		var rowErr *sources.RowError
-		if err != nil && !errors.As(err, &rowErr) {
+		if err != nil {
 			emit(&chunk{err: err})
 			return
 		}
@@ -224,32 +223,33 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 }
 
 // nextRecord reads the next record, a simple one of a LineReader as its line (see
-// producer.lines): a *sources.RowError is a record to reject; io.EOF the end; any other
-// error ends the run (ErrInterrupted on a stop).
-func (p *producer) nextRecord(ctx context.Context) (sources.Record, string, error) {
+// producer.lines): rowErr is set for a record to reject; err is io.EOF at the end, or
+// another error that ends the run (ErrInterrupted on a stop).
+func (p *producer) nextRecord(ctx context.Context) (rec sources.Record, line string, rowErr *sources.RowError, err error) {
 	select {
 	case <-p.stopping:
-		return sources.Record{}, "", ErrInterrupted
+		return sources.Record{}, "", nil, ErrInterrupted
 	default:
 	}
-	var (
-		rec  sources.Record
-		line string
-		err  error
-	)
 	if p.lines != nil {
 		rec, line, err = p.lines.NextLine(ctx)
 	} else {
 		rec, err = p.reader.Next(ctx)
 	}
-	var rowErr *sources.RowError
-	switch {
-	case err == nil, errors.Is(err, io.EOF), errors.As(err, &rowErr):
-		return rec, line, err
-	case ctx.Err() != nil:
-		return rec, "", ctx.Err()
+	if err == nil {
+		return rec, line, nil, nil
 	}
-	return rec, "", fmt.Errorf("read source: %w", err)
+	// Only now: the target of errors.As escapes to the heap, an allocation a record.
+	var re *sources.RowError
+	switch {
+	case errors.Is(err, io.EOF):
+		return rec, "", nil, err
+	case errors.As(err, &re):
+		return rec, "", re, nil
+	case ctx.Err() != nil:
+		return rec, "", nil, ctx.Err()
+	}
+	return rec, "", nil, fmt.Errorf("read source: %w", err)
 }
 
 // next returns a chunk to fill, starting after lastRead: one given back, or a new one.
