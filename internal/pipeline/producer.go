@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
@@ -66,7 +67,7 @@ func newProducer(cfg Config, f *filter) *producer {
 // needs the e-mail column.
 func (p *producer) setSourceHash(header []string) {
 	p.srcSeed = state.NewHasher()
-	p.srcSeed.String("source v2")
+	p.srcSeed.String("source v3")
 	p.srcSeed.Uint64(uint64(p.delim))
 	p.srcSeed.String(p.mapper.Fingerprint())
 	p.srcCols, p.emailCol = p.srcCols[:0], -1
@@ -327,10 +328,8 @@ func (p *producer) lookup(c *chunk) {
 // alike. Values that hold the delimiter could be joined in more than one way: they are
 // hashed one by one instead, with their lengths. scratch is the caller's buffer.
 func (p *producer) sourceHash(rec sources.Record, line string, scratch *[]byte) uint64 {
-	h := p.srcSeed
 	if line != "" && p.allCols {
-		h.String(line)
-		return h.Sum64() | 1
+		return p.joinedHash(xxhash.Sum64String(line))
 	}
 	d := byte(p.delim)
 	buf := (*scratch)[:0]
@@ -369,7 +368,14 @@ func (p *producer) sourceHash(rec sources.Record, line string, scratch *[]byte) 
 		}
 	}
 	*scratch = buf
-	h.Bytes(buf)
+	return p.joinedHash(xxhash.Sum64(buf))
+}
+
+// joinedHash is sourceHash of the mapped values joined, whose xxhash is x: a line's bytes
+// are hashed 32 at a time (a tenth of a microsecond less a row than 8 at a time).
+func (p *producer) joinedHash(x uint64) uint64 {
+	h := p.srcSeed
+	h.Uint64(x)
 	return h.Sum64() | 1
 }
 
