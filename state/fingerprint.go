@@ -118,9 +118,16 @@ func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool) {
 	if f.n == 0 {
 		return Fingerprint{}, 0, false
 	}
-	j, bucket := email>>f.shift, bucketOf(email)
+	j := email >> f.shift
+	return f.find(email, int(f.index[j]), int(f.index[j+1]))
+}
+
+// find looks for an e-mail hash's entry among the loaded entries at positions lo to hi (its
+// slot).
+func (f *FingerprintSet) find(email uint64, lo, hi int) (Fingerprint, int, bool) {
+	bucket := bucketOf(email)
 	b, first := f.loaded[bucket], int(f.first[bucket])
-	for i, hi := int(f.index[j])-first, int(f.index[j+1])-first; i < hi; i++ {
+	for i, hi := lo-first, hi-first; i < hi; i++ {
 		k := binary.LittleEndian.Uint64(b[i*fpEntrySize:])
 		if k < email {
 			continue
@@ -141,23 +148,42 @@ func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool) {
 // find their entries in the cache. For a large set this is several times faster than one Lookup
 // after the other.
 func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found []bool, idx []int32) {
-	if f.n > 0 {
+	if f.n == 0 {
+		for i := range emails {
+			fps[i], found[i] = Fingerprint{}, false
+			if idx != nil {
+				idx[i] = 0
+			}
+		}
+		return
+	}
+	// In groups, in three passes of loads that do not depend on each other within the pass:
+	// the slots' bounds (in the index), the slots' entries, then the lookups.
+	const group = 256
+	var lo, hi [group]int32
+	for start := 0; start < len(emails); start += group {
+		es := emails[start:min(start+group, len(emails))]
+		for i, e := range es {
+			j := e >> f.shift
+			lo[i], hi[i] = f.index[j], f.index[j+1]
+		}
 		var sink uint64
-		for _, e := range emails {
+		for i, e := range es {
 			bucket := bucketOf(e)
 			if b := f.loaded[bucket]; len(b) > 0 {
 				// A slot's entries span two or three cache lines.
-				p, last := (int(f.index[e>>f.shift])-int(f.first[bucket]))*fpEntrySize, len(b)-1
+				p, last := (int(lo[i])-int(f.first[bucket]))*fpEntrySize, len(b)-1
 				sink += uint64(b[min(p, last)]) + uint64(b[min(p+64, last)]) + uint64(b[min(p+127, last)])
 			}
 		}
 		touchSink.Store(sink)
-	}
-	for i, e := range emails {
-		var k int
-		fps[i], k, found[i] = f.lookup(e)
-		if idx != nil {
-			idx[i] = int32(k)
+		for i, e := range es {
+			k := start + i
+			var at int
+			fps[k], at, found[k] = f.find(e, int(lo[i]), int(hi[i]))
+			if idx != nil {
+				idx[k] = int32(at)
+			}
 		}
 	}
 }
