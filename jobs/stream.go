@@ -38,6 +38,56 @@ type streamSpec struct {
 	verify bool
 	// fps are the fingerprints of a delta run, already loading (nil: prepare loads them).
 	fps *fingerprintLoad
+	// opening is the source, already opening (nil: prepare opens it).
+	opening *sourceOpening
+}
+
+// sourceOpening is a file source opening in the background while a delta sync's
+// fingerprints load: opening a CSV file reads it whole once (its encoding), which need not
+// wait for them.
+type sourceOpening struct {
+	done  chan struct{}
+	r     sources.Reader
+	err   error
+	taken bool
+}
+
+func openSource(ctx context.Context, src sources.Config) *sourceOpening {
+	o := &sourceOpening{done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		o.r, o.err = sources.Open(ctx, src)
+	}()
+	return o
+}
+
+// take returns the source once open; the caller closes it.
+func (o *sourceOpening) take(ctx context.Context) (sources.Reader, error) {
+	select {
+	case <-o.done:
+		o.taken = true
+		return o.r, o.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// discard closes the source unless it was taken.
+func (o *sourceOpening) discard() {
+	<-o.done
+	if !o.taken && o.r != nil {
+		_ = o.r.Close()
+	}
+}
+
+// sourceConfig is the source s reads, as opened.
+func (s streamSpec) sourceConfig() sources.Config {
+	src := s.source
+	if src.IsHeader == nil {
+		// A workbook without a sheet or header row given: the mapping finds them.
+		src.IsHeader = HeaderMapsEmail(s.mapping)
+	}
+	return src
 }
 
 // fingerprintLoad is a list's fingerprints loading in the background (24 bytes a row, tens
@@ -103,12 +153,14 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		load = rt.loadFingerprints(ctx, s.listID)
 		defer load.stop() // done by then, unless prepare failed first
 	}
-	src := s.source
-	if src.IsHeader == nil {
-		// A workbook without a sheet or header row given: the mapping finds them.
-		src.IsHeader = HeaderMapsEmail(s.mapping)
+	src := s.sourceConfig()
+	var r sources.Reader
+	var err error
+	if s.opening != nil {
+		r, err = s.opening.take(ctx)
+	} else {
+		r, err = sources.Open(ctx, src)
 	}
-	r, err := sources.Open(ctx, src)
 	if err != nil {
 		err = fmt.Errorf("source: %w", err)
 		if !isSQL(s.source) {

@@ -154,8 +154,16 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 				load.stop()
 			}
 		}()
+		stream := streamSpec{source: spec.Source, listID: spec.ListID, mapping: spec.Mapping,
+			suppression: spec.Suppression, sync: spec.Name, removed: spec.Removed, maxRemovals: spec.MaxRemovals,
+			allowRemovals: job.Args.AllowRemovals}
 		if !verify && !job.Args.Full {
 			load = rt.loadFingerprints(ctx, spec.ListID)
+			if !isSQL(spec.Source) {
+				// The file opens meanwhile (an SQL source's query may depend on the watermark).
+				stream.opening = openSource(ctx, stream.sourceConfig())
+				defer stream.opening.discard()
+			}
 			note, err := rt.listShrunk(ctx, spec.ListID, load)
 			if err != nil {
 				return err
@@ -184,9 +192,8 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 			}
 			src.Watermark = wm
 		}
-		wm, err := rt.stream(ctx, a, streamSpec{source: src, listID: spec.ListID, mapping: spec.Mapping,
-			suppression: spec.Suppression, delta: !job.Args.Full && !verify, verify: verify, sync: spec.Name, fps: load,
-			removed: spec.Removed, maxRemovals: spec.MaxRemovals, allowRemovals: job.Args.AllowRemovals})
+		stream.source, stream.delta, stream.verify, stream.fps = src, !job.Args.Full && !verify, verify, load
+		wm, err := rt.stream(ctx, a, stream)
 		var stopped *RemovalsStoppedError
 		if err != nil && spec.Removed == RemovedUnsubscribe && !errors.Is(err, errInterrupted) && !errors.As(err, &stopped) {
 			return fmt.Errorf("%w (nobody was removed: only a complete read of the source removes people)", err)
