@@ -11,8 +11,13 @@ import (
 )
 
 // lagRows: an open batch holding rows this far behind the last row read is sent even if not
-// full, so that a rare status group does not hold the checkpoint back.
-const lagRows = 10 * sink.MaxBatchRows
+// full, so that a rare status group does not hold the checkpoint back. A delta run sends
+// the few rows that changed in a long stretch of the source (a hundredth, on a nightly
+// sync): its batches may lag deltaLagRows, so that they go full, in a tenth of the requests.
+const (
+	lagRows      = 10 * sink.MaxBatchRows
+	deltaLagRows = 100 * sink.MaxBatchRows
+)
 
 // The batcher is the third stage: it places the filtered rows in batches, one open batch per
 // status group, and sends them, with at most a window of batches sent and not yet counted by
@@ -26,7 +31,8 @@ type batcher struct {
 	sender         Sender
 	listID         int64
 	tag            string
-	size           int // the window's size
+	size           int   // the window's size
+	lag            int64 // lagRows or deltaLagRows
 	onConflictWait func(seq int)
 	com            *committer
 	wait           func(context.Context) error // handles the next event (the engine's waitEvent)
@@ -87,7 +93,11 @@ type batch struct {
 }
 
 func newBatcher(cfg Config, com *committer, wait func(context.Context) error) *batcher {
-	return &batcher{sender: cfg.Sender, listID: cfg.ListID, tag: cfg.Tag, size: cfg.Window,
+	lag := int64(lagRows)
+	if cfg.Delta {
+		lag = deltaLagRows
+	}
+	return &batcher{sender: cfg.Sender, listID: cfg.ListID, tag: cfg.Tag, size: cfg.Window, lag: lag,
 		onConflictWait: cfg.OnConflictWait, com: com, wait: wait,
 		open:    map[groupKey]*batch{},
 		results: make(chan *batch, cfg.Window), done: make(chan struct{})}
@@ -179,7 +189,7 @@ func (t *batcher) openByAge() []*batch {
 // sendLagging sends the open batches whose first row is far behind the last row read.
 func (t *batcher) sendLagging(ctx context.Context, lastRead int64) error {
 	for _, b := range t.openByAge() {
-		if b.minOrd < lastRead-lagRows {
+		if b.minOrd < lastRead-t.lag {
 			if err := t.dispatch(ctx, b); err != nil {
 				return err
 			}

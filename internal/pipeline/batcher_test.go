@@ -157,3 +157,33 @@ func oneGroupEngine(t *testing.T, n, window int, sender Sender) (*Engine, Config
 	require.NoError(t, err)
 	return e, cfg, store, r
 }
+
+// TestLaggingBatches: an open batch far behind the last row read is sent unfull, so that a
+// rare status group does not hold the checkpoint back; a delta run's batches (the few rows
+// that changed) may lag ten times as far, to go fuller, in fewer requests.
+func TestLaggingBatches(t *testing.T) {
+	t.Parallel()
+	for _, delta := range []bool{false, true} {
+		sender := &ackSender{}
+		cfg, _ := stubConfig(t, people(1, nil), sender)
+		cfg.Delta = delta
+		e, err := New(cfg)
+		require.NoError(t, err)
+		c := newChunk(0)
+		rec, err := cfg.Reader.Next(context.Background())
+		require.NoError(t, err)
+		c.recs = append(c.recs, rec)
+		e.prod.mapChunk(c)
+		require.NoError(t, e.filt.run(context.Background(), c))
+		require.NoError(t, e.bat.add(context.Background(), c, 0))
+		lag := int64(10_000)
+		if delta {
+			lag = 100_000
+		}
+		require.NoError(t, e.bat.sendLagging(context.Background(), 1+lag))
+		require.Len(t, e.bat.open, 1, "delta %v: not yet %d rows behind", delta, lag)
+		require.NoError(t, e.bat.sendLagging(context.Background(), 2+lag))
+		require.Empty(t, e.bat.open, "delta %v: sent once %d rows behind", delta, lag)
+		require.Len(t, e.bat.window, 1)
+	}
+}
