@@ -33,6 +33,8 @@ type lineReader struct {
 	no      int
 	max     int
 	pending []line
+	back    bool // unread: backLine is the next line yielded
+	backL   line
 	buf     []byte // the current block: buf[off:end] is read and not yet yielded
 	off     int
 	end     int
@@ -46,6 +48,10 @@ func newLineReader(r io.Reader, term byte, max int) *lineReader {
 
 // next returns the next line, or io.EOF after the last one.
 func (lr *lineReader) next() (line, error) {
+	if lr.back {
+		lr.back = false
+		return lr.backL, nil
+	}
 	if len(lr.pending) > 0 {
 		l := lr.pending[0]
 		lr.pending = lr.pending[1:]
@@ -122,6 +128,9 @@ func (lr *lineReader) fill() {
 // stableString views a line's text (or a part of it) as a string, without copying: the bytes
 // are never written again (see lineReader).
 func stableString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// unread makes l, the line just yielded, the next line yielded again.
+func (lr *lineReader) unread(l line) { lr.back, lr.backL = true, l }
 
 // pushBack makes ls (owned copies) the next lines yielded, in order.
 func (lr *lineReader) pushBack(ls []line) {

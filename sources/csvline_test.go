@@ -65,8 +65,9 @@ func TestCSVNextLine(t *testing.T) {
 	require.Equal(t, "", sources.Field("a@x.no,Ada,0150", ',', 3))
 }
 
-// FuzzCSVNextLine reads any bytes with Next and, from a second reader, with NextLine: the
-// records, their errors, the warnings and the progress are the same once the lines are split.
+// FuzzCSVNextLine reads any bytes with Next and, from a second reader, with NextLine, and
+// from a third with NextLines: the records, their errors, the warnings and the progress are
+// the same once the lines are split.
 func FuzzCSVNextLine(f *testing.F) {
 	f.Add([]byte("email;name\r\na@x.no;\"Ærlig\r\nSøren\"\r\n;;\r\nb@x.no;B;C\r\nc@x.no;C\r\n"), uint8(0))
 	f.Add([]byte("a,b\n\"unterminated,x\nc,d\n\"e\"f,g\n ,\t\nx\x00,y\n"), uint8(1))
@@ -94,6 +95,38 @@ func FuzzCSVNextLine(f *testing.F) {
 		b, err := sources.OpenCSV(ctx, path, opts)
 		require.NoError(t, err)
 		defer b.Close()
+		c, err := sources.OpenCSV(ctx, path, opts)
+		require.NoError(t, err)
+		defer c.Close()
+		// c reads in batches of 1 to 4 records (NextLines), queued here.
+		var queued []sources.Record
+		var queuedLines []string
+		var queuedErr error
+		batch := 1 + int(mode)%4
+		nextBatched := func() (sources.Record, string, error) {
+			if len(queued) == 0 {
+				if queuedErr != nil && !errors.As(queuedErr, new(*sources.RowError)) {
+					return sources.Record{}, "", queuedErr
+				}
+				recs, lines := make([]sources.Record, batch), make([]string, batch)
+				n, err := c.NextLines(ctx, recs, lines)
+				require.LessOrEqual(t, n, batch)
+				if err != nil && !errors.As(err, new(*sources.RowError)) {
+					require.Zero(t, n, "a fatal error or the end comes after the records before it")
+				}
+				queued, queuedLines, queuedErr = recs[:n], lines[:n], err
+				if n == 0 {
+					return sources.Record{}, "", err
+				}
+			}
+			rec, line := queued[0], queuedLines[0]
+			queued, queuedLines = queued[1:], queuedLines[1:]
+			var err error
+			if len(queued) == 0 && errors.As(queuedErr, new(*sources.RowError)) {
+				err, queuedErr = queuedErr, nil // the last record of the batch is the row error
+			}
+			return rec, line, err
+		}
 		for range len(data) + 2 {
 			want, werr := a.Next(ctx)
 			got, line, gerr := b.NextLine(ctx)
@@ -104,11 +137,22 @@ func FuzzCSVNextLine(f *testing.F) {
 			require.Equal(t, fmt.Sprint(werr), fmt.Sprint(gerr))
 			require.Equal(t, want, got)
 			require.Equal(t, a.Progress(), b.Progress())
+			batched, bline, berr := nextBatched()
+			if bline != "" {
+				require.Nil(t, batched.Values)
+				batched.Values = sources.SplitLine(bline, c.Delimiter())
+			}
+			require.Equal(t, fmt.Sprint(werr), fmt.Sprint(berr), "batched")
+			require.Equal(t, want, batched, "batched")
 			if errors.Is(werr, io.EOF) {
 				an, aw := a.Warnings()
 				bn, bw := b.Warnings()
 				require.Equal(t, an, bn)
 				require.Equal(t, aw, bw)
+				cn, cw := c.Warnings()
+				require.Equal(t, an, cn)
+				require.Equal(t, aw, cw)
+				require.Equal(t, a.Progress(), c.Progress())
 				return
 			}
 		}

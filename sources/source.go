@@ -82,6 +82,10 @@ type LineReader interface {
 	// are SplitLine(line, Delimiter()), the very values Next would have returned. Any other
 	// record comes back as Next returns it, with line "".
 	NextLine(ctx context.Context) (rec Record, line string, err error)
+	// NextLines reads up to len(recs) records into recs and lines as NextLine would, one
+	// after the other, and returns how many. It stops after a record that is a row error,
+	// returning that *RowError (the record is recs[n-1]); at the end it returns 0 and io.EOF.
+	NextLines(ctx context.Context, recs []Record, lines []string) (n int, err error)
 	// Delimiter is the field delimiter of the lines.
 	Delimiter() rune
 }
