@@ -19,6 +19,60 @@ import (
 	"github.com/subsync/subsync/state"
 )
 
+// TestDeltaResolvesLines: a delta run over a CSV file finds a row unchanged whether it is
+// read as its line or as values (quoted, a value holding the delimiter, not ASCII); a row
+// error in between keeps its line and ordinal; a row without a fingerprint and a changed row
+// are mapped and sent.
+func TestDeltaResolvesLines(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "crm.csv")
+	write := func(g string) {
+		require.NoError(t, os.WriteFile(path, []byte("E-post,Fornavn,Poststed\n"+
+			"a@x.no,Ada,Oslo\n"+ // 1
+			"\"b@x.no\",Bo,Bergen\n"+ // 2
+			",,\n"+ // blank
+			"c@x.no,Cy\n"+ // 3: ragged, line 5
+			"d@x.no,Dag,Tromsø\n"+ // 4
+			"e@x.no,Eva,Oslo\n"+ // 5: no fingerprint
+			"f@x.no,\"Fi, Jr\",Oslo\n"+ // 6
+			"g@x.no,Gro,"+g+"\n"), 0o600)) // 7
+	}
+	write("Oslo")
+	open, fps := deltaSource(t, path, "[columns]\n\"E-post\" = \"email\"\nFornavn = \"firstname\"\nPoststed = \"city\"\n",
+		func(ord int64) bool { return ord == 5 })
+	write("Bodø") // row 7 changed since
+	r, m := open()
+	defer r.Close()
+	e, err := New(Config{Reader: r, Mapper: m, Sender: &ackSender{}, Store: &memStore{sup: memSuppressions{}}, MapWorkers: 2,
+		ListID: 1, RunID: 1, Owner: "o", Delta: true, Fingerprints: fps})
+	require.NoError(t, err)
+	require.NotNil(t, e.prod.lines, "the fast path reads lines")
+	out := make(chan *chunk, 4)
+	go e.prod.produce(context.Background(), 0, out)
+	var sent []string
+	var counts state.Counts
+	var rejects []int
+	for c := range out {
+		require.NoError(t, c.err)
+		for _, row := range c.rows {
+			sent = append(sent, row.Sub.Email)
+		}
+		for _, o := range c.outcomes {
+			counts = counts.Add(o.counts())
+			if o.reject != nil {
+				rejects = append(rejects, o.reject.Line)
+			}
+		}
+		if c.eof {
+			require.Equal(t, int64(7), c.lastRead)
+			break
+		}
+	}
+	require.Equal(t, []string{"e@x.no", "g@x.no"}, sent)
+	require.Equal(t, state.Counts{Unchanged: 4, Rejected: 1}, counts)
+	require.Equal(t, []int{5}, rejects)
+}
+
 // BenchmarkDeltaRows measures what a delta sync does for each row of a CSV source whose rows
 // are unchanged since the last run (a million, as e2ebench -mode delta writes them): read,
 // checked against the fingerprints, and counted, on the producer's goroutines, without the
@@ -41,40 +95,8 @@ func BenchmarkDeltaRows(b *testing.B) {
 	require.NoError(b, f.Close())
 
 	ctx := context.Background()
-	spec, err := mapping.ParseSpec([]byte("[columns]\n\"E-post\" = \"email\"\nFornavn = \"firstname\"\nEtternavn = \"lastname\"\n" +
-		"Adresse = \"address\"\nPostnummer = \"zip\"\nPoststed = \"city\"\nMobil = \"phone\"\n"))
-	require.NoError(b, err)
-	open := func() (*sources.CSVReader, *mapping.Mapper) {
-		r, err := sources.OpenCSV(ctx, path, sources.CSVOptions{})
-		require.NoError(b, err)
-		m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
-		require.NoError(b, err)
-		return r, m
-	}
-
-	// The fingerprints a first sync stored: each row's e-mail and source hash.
-	r, m := open()
-	p := newProducer(Config{Reader: r, Mapper: m, Fingerprints: state.NewFingerprintSet(1)}, nil)
-	set := state.NewFingerprintSet(1)
-	var scratch []byte
-	for {
-		rec, err := r.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(b, err)
-		set.Add(state.Fingerprint{Email: state.EmailHash(rec.Values[0]), Payload: 1, Source: p.sourceHash(rec, "", &scratch)})
-	}
-	require.NoError(b, r.Close())
-	db, err := state.OpenSQLite(ctx, filepath.Join(dir, "subsync.db"))
-	require.NoError(b, err)
-	defer db.Close()
-	_, err = state.Migrate(ctx, db, state.SQLite)
-	require.NoError(b, err)
-	store := state.New(db, state.SQLite)
-	require.NoError(b, store.SaveFingerprints(ctx, set))
-	fps, err := store.LoadFingerprints(ctx, 1)
-	require.NoError(b, err)
+	open, fps := deltaSource(b, path, "[columns]\n\"E-post\" = \"email\"\nFornavn = \"firstname\"\nEtternavn = \"lastname\"\n"+
+		"Adresse = \"address\"\nPostnummer = \"zip\"\nPoststed = \"city\"\nMobil = \"phone\"\n", nil)
 
 	cpu0 := processCPU()
 	for b.Loop() {
@@ -101,6 +123,50 @@ func BenchmarkDeltaRows(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/row")
 	b.ReportMetric((processCPU()-cpu0)*1e9/float64(b.N)/n, "cpu-ns/row")
 	b.ReportMetric(0, "ns/op")
+}
+
+// deltaSource compiles the mapping for the CSV file at path (the e-mail in its first column)
+// and stores, in a fresh SQLite database, the fingerprints a first sync of it would have
+// (each row's e-mail and source hash; every payload 1), but for the rows skip says; it returns a function that opens the
+// file and compiles the mapping, and the loaded fingerprints.
+func deltaSource(tb testing.TB, path, mappingTOML string, skip func(ord int64) bool) (func() (*sources.CSVReader, *mapping.Mapper), *state.FingerprintSet) {
+	tb.Helper()
+	ctx := context.Background()
+	spec, err := mapping.ParseSpec([]byte(mappingTOML))
+	require.NoError(tb, err)
+	open := func() (*sources.CSVReader, *mapping.Mapper) {
+		r, err := sources.OpenCSV(ctx, path, sources.CSVOptions{})
+		require.NoError(tb, err)
+		m, err := mapping.Compile(spec, r.Header(), mapping.Fields{})
+		require.NoError(tb, err)
+		return r, m
+	}
+	r, m := open()
+	defer r.Close()
+	p := newProducer(Config{Reader: r, Mapper: m, Fingerprints: state.NewFingerprintSet(1)}, nil)
+	set := state.NewFingerprintSet(1)
+	var scratch []byte
+	for {
+		rec, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.As(err, new(*sources.RowError)) || skip != nil && skip(rec.Ordinal) {
+			continue
+		}
+		require.NoError(tb, err)
+		set.Add(state.Fingerprint{Email: state.EmailHash(rec.Values[0]), Payload: 1, Source: p.sourceHash(rec, "", &scratch)})
+	}
+	db, err := state.OpenSQLite(ctx, filepath.Join(tb.TempDir(), "subsync.db"))
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = db.Close() })
+	_, err = state.Migrate(ctx, db, state.SQLite)
+	require.NoError(tb, err)
+	store := state.New(db, state.SQLite)
+	require.NoError(tb, store.SaveFingerprints(ctx, set))
+	fps, err := store.LoadFingerprints(ctx, 1)
+	require.NoError(tb, err)
+	return open, fps
 }
 
 // processCPU is the CPU time (user and system) this process used so far, in seconds.

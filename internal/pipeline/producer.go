@@ -42,6 +42,7 @@ type producer struct {
 	// lines is the reader of a fast run whose source hands out simple records as lines
 	// (sources.LineReader): such a record is resolved from its line, split only if mapped.
 	lines sources.LineReader
+	ahead lineBatch // read from lines, not yet taken
 }
 
 func newProducer(cfg Config, f *filter) *producer {
@@ -227,15 +228,30 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 // producer.lines): rowErr is set for a record to reject; err is io.EOF at the end, or
 // another error that ends the run (ErrInterrupted on a stop).
 func (p *producer) nextRecord(ctx context.Context) (rec sources.Record, line string, rowErr *sources.RowError, err error) {
-	select {
-	case <-p.stopping:
-		return sources.Record{}, "", nil, ErrInterrupted
-	default:
+	b := &p.ahead
+	if b.i == b.n {
+		select {
+		case <-p.stopping:
+			return sources.Record{}, "", nil, ErrInterrupted
+		default:
+		}
 	}
-	if p.lines != nil {
-		rec, line, err = p.lines.NextLine(ctx)
-	} else {
+	switch {
+	case p.lines == nil:
 		rec, err = p.reader.Next(ctx)
+	case b.i < b.n:
+		rec, line, err = b.pop()
+	default:
+		if b.recs == nil {
+			b.recs, b.lines = make([]sources.Record, readAhead), make([]string, readAhead)
+		}
+		n, rerr := p.lines.NextLines(ctx, b.recs, b.lines)
+		b.i, b.n, b.rowErr = 0, n, rerr // rerr: the last record's row error, if n > 0
+		if n == 0 {
+			err = rerr
+		} else {
+			rec, line, err = b.pop()
+		}
 	}
 	if err == nil {
 		return rec, line, nil, nil
@@ -251,6 +267,28 @@ func (p *producer) nextRecord(ctx context.Context) (rec sources.Record, line str
 		return rec, "", nil, ctx.Err()
 	}
 	return rec, "", nil, fmt.Errorf("read source: %w", err)
+}
+
+// readAhead is how many records a producer reads at a time from a LineReader.
+const readAhead = 512
+
+// lineBatch is the records a producer read ahead from a LineReader (NextLines).
+type lineBatch struct {
+	recs   []sources.Record
+	lines  []string
+	i, n   int   // recs[i:n] are still to be taken
+	rowErr error // the row error of the last record, if any
+}
+
+// pop takes the next record read ahead.
+func (b *lineBatch) pop() (sources.Record, string, error) {
+	rec, line := b.recs[b.i], b.lines[b.i]
+	b.recs[b.i], b.lines[b.i] = sources.Record{}, "" // the chunk holds them now
+	b.i++
+	if b.i == b.n && b.rowErr != nil {
+		return rec, line, b.rowErr
+	}
+	return rec, line, nil
 }
 
 // next returns a chunk to fill, starting after lastRead: one given back, or a new one.
