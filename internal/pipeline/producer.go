@@ -282,8 +282,7 @@ type lineBatch struct {
 
 // pop takes the next record read ahead.
 func (b *lineBatch) pop() (sources.Record, string, error) {
-	rec, line := b.recs[b.i], b.lines[b.i]
-	b.recs[b.i], b.lines[b.i] = sources.Record{}, "" // the chunk holds them now
+	rec, line := b.recs[b.i], b.lines[b.i] // overwritten by the next NextLines
 	b.i++
 	if b.i == b.n && b.rowErr != nil {
 		return rec, line, b.rowErr
