@@ -171,43 +171,18 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 	var before int64 // records at or below startPos read again
 	done := p.done
 	for {
-		rec, line, rowErr, err := p.nextRecord(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			emit(&chunk{err: err})
-			return
-		}
-		if rec.Ordinal <= startPos {
-			before++
-		}
-		if rowErr != nil && p.track {
-			c.read = append(c.read, state.EmailHash(p.rawEmail(rec, "")))
-		}
-		for len(done) > 0 && done[0] < rec.Ordinal {
-			done = done[1:]
-		}
-		if line != "" && (rec.Ordinal <= startPos || len(done) > 0 && done[0] == rec.Ordinal) {
-			rec.Values, line = sources.SplitLine(line, p.delim), "" // mapped for its e-mail
-		}
-		switch {
-		case rec.Ordinal <= startPos:
-			if rowErr == nil {
-				c.before = append(c.before, rec)
+		if len(done) == 0 && p.takeAhead(c, startPos) {
+			// Records read ahead taken at once, as the default case below takes them.
+		} else {
+			rec, line, rowErr, err := p.nextRecord(ctx)
+			if errors.Is(err, io.EOF) {
+				break
 			}
-		case rowErr == nil && len(done) > 0 && done[0] == rec.Ordinal:
-			c.lastRead = rec.Ordinal
-			c.before = append(c.before, rec)
-		case rowErr != nil:
-			c.lastRead = rec.Ordinal
-			c.reject(p.mapper.RejectRow(rec, rowErr), rec.Values)
-		default:
-			c.lastRead = rec.Ordinal
-			c.recs = append(c.recs, rec)
-			if p.lines != nil {
-				c.lines = append(c.lines, line)
+			if err != nil {
+				emit(&chunk{err: err})
+				return
 			}
+			done = p.place(c, rec, line, rowErr, startPos, done, &before)
 		}
 		if len(c.recs)+len(c.before)+len(c.outcomes) >= chunkRows {
 			c.bytes = p.reader.Progress().Bytes
@@ -222,6 +197,67 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 	c.eof = true
 	c.gap = before < startPos
 	emit(c)
+}
+
+// takeAhead moves into c, at once, the records read ahead (producer.ahead) that are neither
+// done before a restart nor row errors, as many as c has room for; it reports whether it
+// took any. The caller has no Config.Done ordinals left.
+func (p *producer) takeAhead(c *chunk, startPos int64) bool {
+	b := &p.ahead
+	j := b.n
+	if b.rowErr != nil {
+		j-- // the last is a row error: nextRecord hands it out
+	}
+	if b.i >= j || b.recs[b.i].Ordinal <= startPos {
+		return false
+	}
+	k := min(j, b.i+chunkRows-(len(c.recs)+len(c.before)+len(c.outcomes)))
+	if k <= b.i {
+		return false
+	}
+	c.recs = append(c.recs, b.recs[b.i:k]...)
+	c.lines = append(c.lines, b.lines[b.i:k]...)
+	c.lastRead = b.recs[k-1].Ordinal
+	b.i = k
+	return true
+}
+
+// place puts a record read (with its line, if read as one) in the chunk: a record done
+// before a restart to be mapped for its e-mail, a row error as its reject, any other to be
+// mapped. It returns the Config.Done ordinals still ahead.
+func (p *producer) place(c *chunk, rec sources.Record, line string, rowErr *sources.RowError, startPos int64,
+	done []int64, before *int64) []int64 {
+	if rec.Ordinal <= startPos {
+		*before++
+	}
+	if rowErr != nil && p.track {
+		c.read = append(c.read, state.EmailHash(p.rawEmail(rec, "")))
+	}
+	for len(done) > 0 && done[0] < rec.Ordinal {
+		done = done[1:]
+	}
+	if line != "" && (rec.Ordinal <= startPos || len(done) > 0 && done[0] == rec.Ordinal) {
+		rec.Values, line = sources.SplitLine(line, p.delim), "" // mapped for its e-mail
+	}
+	switch {
+	case rec.Ordinal <= startPos:
+		if rowErr == nil {
+			c.before = append(c.before, rec)
+		}
+	case rowErr == nil && len(done) > 0 && done[0] == rec.Ordinal:
+		c.lastRead = rec.Ordinal
+		c.before = append(c.before, rec)
+	case rowErr != nil:
+		c.lastRead = rec.Ordinal
+		c.reject(p.mapper.RejectRow(rec, rowErr), rec.Values)
+	default:
+		c.lastRead = rec.Ordinal
+		c.recs = append(c.recs, rec)
+		if p.lines != nil {
+			c.lines = append(c.lines, line)
+		}
+	}
+	return done
 }
 
 // nextRecord reads the next record, a simple one of a LineReader as its line (see
