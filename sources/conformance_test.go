@@ -14,6 +14,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" for database/sql, to fill test tables
 	"github.com/stretchr/testify/require"
 	"github.com/xuri/excelize/v2"
+	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/unicode"
 
@@ -30,13 +31,14 @@ var csvEncodings = []struct {
 }{
 	{"utf-8", nil, nil},
 	{"utf-8-bom", []byte{0xEF, 0xBB, 0xBF}, nil},
-	{"utf-16le-bom", []byte{0xFF, 0xFE}, encoder(unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM).NewEncoder().Bytes)},
-	{"utf-16be-bom", []byte{0xFE, 0xFF}, encoder(unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM).NewEncoder().Bytes)},
-	{"windows-1252", nil, encoder(charmap.Windows1252.NewEncoder().Bytes)},
+	{"utf-16le-bom", []byte{0xFF, 0xFE}, encoder(unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM))},
+	{"utf-16be-bom", []byte{0xFE, 0xFF}, encoder(unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM))},
+	{"windows-1252", nil, encoder(charmap.Windows1252)},
 }
 
-func encoder(f func([]byte) ([]byte, error)) func(string) ([]byte, error) {
-	return func(s string) ([]byte, error) { return f([]byte(s)) }
+// encoder encodes with a new encoder each time: the parallel tests must not share one.
+func encoder(e encoding.Encoding) func(string) ([]byte, error) {
+	return func(s string) ([]byte, error) { return e.NewEncoder().Bytes([]byte(s)) }
 }
 
 // writeCSV writes a table as a spreadsheet program would: encoding/csv's quoting, the
