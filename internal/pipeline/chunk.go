@@ -38,7 +38,7 @@ type chunk struct {
 	candFPs  []state.Fingerprint // the fingerprints stored for cands (looked up by a mapper)
 	candHit  []bool              // whether one is stored
 	candIdx  []int32             // where it is among the loaded ones (FingerprintSet.Index)
-	candKeys []uint64            // scratch: the cands' e-mail hashes
+	candKeys []uint64            // the cands' e-mail hashes (EmailHash)
 	rows     []mapping.Row
 	arena    mapping.Arena    // the values the rows' mapping made; reset by release only
 	sources  []uint64         // the rows' source hashes (sourceHash)
@@ -62,13 +62,11 @@ type chunk struct {
 	gap      bool  // the last chunk of a resumed run that did not read every row before its checkpoint again
 }
 
-// cand is a record of a delta run, read but not mapped.
+// cand is a record of a delta run, read but not mapped: cands[i] is recs[i] (lines[i]),
+// and its e-mail's hash is candKeys[i].
 type cand struct {
-	rec   sources.Record // Values nil when it was read as a line
-	line  string         // the line it was read as, or ""
-	email string         // its raw e-mail, trimmed and lower-cased (state.NormaliseEmail)
-	src   uint64         // sourceHash of the record
-	key   uint64         // EmailHash of the e-mail
+	email string // its raw e-mail, trimmed and lower-cased (state.NormaliseEmail)
+	src   uint64 // sourceHash of the record
 }
 
 // newChunk is an empty chunk starting after lastRead.
@@ -80,6 +78,8 @@ func newChunk(lastRead int64) *chunk {
 // may refer to the values of its rows any more (a batch keeps those it takes).
 func (c *chunk) release() {
 	clear(c.rows) // drop the strings the rows point at
+	clear(c.recs)
+	clear(c.lines)
 	clear(c.outcomes)
 	clear(c.cands)
 	clear(c.vals)

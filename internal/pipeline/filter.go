@@ -163,29 +163,32 @@ func (f *filter) resolve(ctx context.Context, c *chunk) error {
 	}
 	for i := range c.cands {
 		cd := &c.cands[i]
-		if c.candHit[i] && c.candFPs[i].Source == cd.src && f.unchanged(c, cd, int(c.candIdx[i])) {
+		if c.candHit[i] && c.candFPs[i].Source == cd.src && f.unchanged(c, i, int(c.candIdx[i])) {
 			continue
 		}
-		if cd.line != "" {
+		rec := &c.recs[i]
+		if line := c.line(i); line != "" {
 			// Its own copy: a sent row's values are kept until its batch is counted, and
-			// the line's slab block holds a few hundred other lines.
-			cd.rec.Values = sources.SplitLine(strings.Clone(cd.line), c.delim)
+			// the line's block holds a thousand other lines.
+			rec.Values = sources.SplitLine(strings.Clone(line), c.delim)
 		}
-		row := c.mapRow(f.mapper, &cd.rec)
+		row := c.mapRow(f.mapper, rec)
 		if row == nil {
 			continue
 		}
-		send, dup, ok := f.check(c, row, cd.rec.Values)
+		send, dup, ok := f.check(c, row, rec.Values)
 		if !ok || !send {
 			c.dropRow()
 			continue
 		}
 		c.sources = append(c.sources, cd.src)
-		c.vals = append(c.vals, cd.rec.Values)
+		c.vals = append(c.vals, rec.Values)
 		c.dups = append(c.dups, dup)
 	}
 	clear(c.cands) // drop the records
-	c.cands = c.cands[:0]
+	clear(c.recs)
+	clear(c.lines)
+	c.cands, c.candKeys, c.recs, c.lines = c.cands[:0], c.candKeys[:0], c.recs[:0], c.lines[:0]
 	return nil
 }
 
@@ -193,34 +196,37 @@ func (f *filter) resolve(ctx context.Context, c *chunk) error {
 // acknowledged, and reports true; or reports false when it must be mapped all the same: it
 // is suppressed under update-keep-status, or its e-mail came before (the deduper then decides
 // on the mapped row; seenAt noted the e-mail, so check counts it as the duplicate it is).
-// idx is the position of its fingerprint (FingerprintSet.Index).
-func (f *filter) unchanged(c *chunk, cd *cand, idx int) bool {
-	if f.sup.Erased(cd.key) {
+// i is the candidate's index in c; idx the position of its fingerprint
+// (FingerprintSet.Index).
+func (f *filter) unchanged(c *chunk, i, idx int) bool {
+	key := c.candKeys[i]
+	if f.sup.Erased(key) {
 		return false // apply rejects it
 	}
-	st, suppressed := f.sup.Status(cd.key)
+	st, suppressed := f.sup.Status(key)
 	if suppressed && f.suppression == SuppressionUpdateKeepStatus {
 		return false
 	}
 	if t := f.track; t != nil {
 		// Unchanged without mapping only as the member the roster holds, with its key.
-		key, ok := t.roster.Member(cd.key)
-		if !ok || t.keyed && t.claimed(cd.key, key) {
+		member, ok := t.roster.Member(key)
+		if !ok || t.keyed && t.claimed(key, member) {
 			return false
 		}
 		if t.keyed {
-			t.claim(cd.key, key)
+			t.claim(key, member)
 		}
 	}
 	if f.seenAt(idx) {
 		return false
 	}
-	o := outcome{ord: cd.rec.Ordinal, kind: outUnchanged}
+	rec := &c.recs[i]
+	o := outcome{ord: rec.Ordinal, kind: outUnchanged}
 	if suppressed {
 		o.kind = outSuppressed
 	}
 	if f.dryRun {
-		o.note = &planNote{line: cd.rec.Line, email: cd.email, status: st}
+		o.note = &planNote{line: rec.Line, email: strings.Clone(c.cands[i].email), status: st}
 	}
 	if o.plain() {
 		c.outcomes = appendUnchanged(c.outcomes, o)

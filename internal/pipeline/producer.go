@@ -353,43 +353,42 @@ func (p *producer) mapChunk(c *chunk) {
 			c.read = append(c.read, state.EmailHash(p.rawEmail(c.recs[i], c.line(i))))
 		}
 	}
-	for i := range c.recs {
-		rec := &c.recs[i]
-		if p.fast {
+	clear(c.before) // drop the records
+	c.before = c.before[:0]
+	if p.fast {
+		// Each record is a candidate; resolve takes them from recs.
+		for i := range c.recs {
+			rec := &c.recs[i]
 			line := c.line(i)
 			email := state.NormaliseEmail(p.rawEmail(*rec, line))
 			h := state.NewHasher() // EmailHash of the normalised e-mail
 			h.String(email)
-			src := p.sourceHash(*rec, line, &c.joined)
-			c.cands = append(c.cands, cand{rec: *rec, line: line, email: email, src: src, key: h.Sum64()})
-			continue
+			c.candKeys = append(c.candKeys, h.Sum64())
+			c.cands = append(c.cands, cand{email: email, src: p.sourceHash(*rec, line, &c.joined)})
 		}
+		p.lookup(c)
+		return
+	}
+	for i := range c.recs {
+		rec := &c.recs[i]
 		if c.mapRow(p.mapper, rec) != nil {
 			c.sources = append(c.sources, p.sourceHash(*rec, "", &c.joined))
 			c.vals = append(c.vals, rec.Values)
 		}
 	}
-	if p.fast {
-		p.lookup(c)
-	}
-	clear(c.before) // drop the records
 	clear(c.recs)
 	clear(c.lines)
-	c.before, c.recs, c.lines = c.before[:0], c.recs[:0], c.lines[:0]
+	c.recs, c.lines = c.recs[:0], c.lines[:0]
 }
 
 // lookup finds the fingerprints stored for the chunk's candidates, on the mapper's goroutine
 // (FingerprintSet.Lookup reads only what was loaded), so that filter.resolve, which runs on
 // one goroutine for all chunks, is left with what must be done in order.
 func (p *producer) lookup(c *chunk) {
-	n := len(c.cands)
-	c.candKeys = slices.Grow(c.candKeys[:0], n)[:n]
+	n := len(c.candKeys)
 	c.candFPs = slices.Grow(c.candFPs[:0], n)[:n]
 	c.candHit = slices.Grow(c.candHit[:0], n)[:n]
 	c.candIdx = slices.Grow(c.candIdx[:0], n)[:n]
-	for i := range c.cands {
-		c.candKeys[i] = c.cands[i].key
-	}
 	p.fps.LookupBatch(c.candKeys, c.candFPs, c.candHit, c.candIdx)
 }
 
