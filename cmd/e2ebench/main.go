@@ -737,7 +737,7 @@ func runDelta(n int, dir string, inFlight, batches, runs int) error {
 	}
 	if len(seconds) == 1 {
 		second := seconds[0]
-		fmt.Printf("\nthe second sync took %.0f%% of the first's time (queued to completed), %.0f%% of its CPU time\n",
+		fmt.Printf("\nthe second sync took %.1f%% of the first's time (queued to completed), %.0f%% of its CPU time\n",
 			100*second.Seconds/first.Seconds, 100*second.CPUSeconds/first.CPUSeconds)
 		return nil
 	}
