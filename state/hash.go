@@ -26,13 +26,8 @@ func mix64(h uint64) uint64 {
 }
 
 // String adds s (and its length, so that ("ab","c") and ("a","bc") differ).
-func (x *Hasher) String(s string) { x.h = hashText(x.h, s) }
-
-// Bytes adds b as String adds string(b).
-func (x *Hasher) Bytes(b []byte) { x.h = hashText(x.h, b) }
-
-func hashText[T string | []byte](h uint64, s T) uint64 {
-	h ^= uint64(len(s)) * hashK0
+func (x *Hasher) String(s string) {
+	h := x.h ^ uint64(len(s))*hashK0
 	for len(s) >= 8 {
 		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
@@ -43,7 +38,7 @@ func hashText[T string | []byte](h uint64, s T) uint64 {
 	for i := 0; i < len(s); i++ {
 		w |= uint64(s[i]) << (8 * i)
 	}
-	return mix64(h ^ w)
+	x.h = mix64(h ^ w)
 }
 
 // Uint64 adds v (a count, so that variable-length parts cannot be confused).
