@@ -27,17 +27,7 @@ func FuzzCSVRead(f *testing.F) {
 	f.Add([]byte("h\r1\r\"2\r3\"\r"), uint8(4))
 	f.Add([]byte("a\tb\n\x00\t\x00\n"), uint8(5))
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
-		path := filepath.Join(t.TempDir(), "fuzz.csv")
-		require.NoError(t, os.WriteFile(path, data, 0o600))
-		opts := sources.CSVOptions{MaxRecordBytes: 64 + int(mode)*16}
-		switch mode % 4 {
-		case 1:
-			opts.Delimiter = ";"
-		case 2:
-			opts.Encoding = "utf-8"
-		case 3:
-			opts.HeaderRow = 1 + int(mode/4)%3
-		}
+		path, opts := fuzzCSV(t, data, mode, func(o *sources.CSVOptions) { o.Encoding = "utf-8" })
 		r, err := sources.OpenCSV(context.Background(), path, opts)
 		if err != nil {
 			return
@@ -66,6 +56,24 @@ func FuzzCSVRead(f *testing.F) {
 		}
 		t.Fatalf("no end after %d calls", len(data)+2)
 	})
+}
+
+// fuzzCSV writes a fuzzer's data to a file and picks the options by mode: a record limit,
+// and a delimiter, option2 or a header row.
+func fuzzCSV(t *testing.T, data []byte, mode uint8, option2 func(*sources.CSVOptions)) (string, sources.CSVOptions) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fuzz.csv")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	opts := sources.CSVOptions{MaxRecordBytes: 64 + int(mode)*16}
+	switch mode % 4 {
+	case 1:
+		opts.Delimiter = ";"
+	case 2:
+		option2(&opts)
+	case 3:
+		opts.HeaderRow = 1 + int(mode/4)%3
+	}
+	return path, opts
 }
 
 // FuzzCSVRoundTrip writes a table with encoding/csv and reads it back; what comes back is

@@ -75,17 +75,7 @@ func FuzzCSVNextLine(f *testing.F) {
 	f.Add([]byte("a\tb\n\x00\t\x00\n1\t2\n1\t2\t\t\n"), uint8(5))
 	f.Add([]byte("e,n\nok@x.no,Ok\nbad@x.no,\xE6\xF8\nlong@x.no,"+string(make([]byte, 80))+"\n"), uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
-		path := filepath.Join(t.TempDir(), "fuzz.csv")
-		require.NoError(t, os.WriteFile(path, data, 0o600))
-		opts := sources.CSVOptions{MaxRecordBytes: 64 + int(mode)*16}
-		switch mode % 4 {
-		case 1:
-			opts.Delimiter = ";"
-		case 2:
-			opts.StrayLines = sources.StrayReject
-		case 3:
-			opts.HeaderRow = 1 + int(mode/4)%3
-		}
+		path, opts := fuzzCSV(t, data, mode, func(o *sources.CSVOptions) { o.StrayLines = sources.StrayReject })
 		ctx := context.Background()
 		a, err := sources.OpenCSV(ctx, path, opts)
 		if err != nil {
