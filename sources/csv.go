@@ -354,8 +354,8 @@ func (r *CSVReader) Next(ctx context.Context) (Record, error) {
 	return rec, err
 }
 
-// NextLine returns the next record, a simple one as its line: see [LineReader]. The line is
-// carved from the reader's slab, as values are, and may be kept.
+// NextLine returns the next record, a simple one as its line: see [LineReader]. The line views
+// the block the reader read it into (never written again), and may be kept.
 func (r *CSVReader) NextLine(ctx context.Context) (Record, string, error) { return r.next(ctx, true) }
 
 // NextLines reads up to len(recs) records into recs and lines (as long as recs), as NextLine
@@ -381,8 +381,8 @@ func (r *CSVReader) NextLines(ctx context.Context, recs []Record, lines []string
 		if err != nil {
 			break // next returns it, as NextLine does
 		}
-		if !l.tooLong && bytes.IndexByte(l.text, '"') < 0 && r.simple(l.text) {
-			recs[n], lines[n] = Record{Ordinal: r.rows.Add(1), Line: l.no}, stableString(l.text)
+		if whole, ok := r.wholeLine(l); ok {
+			recs[n], lines[n] = Record{Ordinal: r.rows.Add(1), Line: l.no}, whole
 			n++
 			continue
 		}
@@ -448,6 +448,15 @@ func (r *CSVReader) next(ctx context.Context, whole bool) (Record, string, error
 		}
 		return rec, "", nil
 	}
+}
+
+// wholeLine returns the text of l when it is a record NextLine hands out whole: a line not
+// too long, without a quote, and simple.
+func (r *CSVReader) wholeLine(l line) (string, bool) {
+	if l.tooLong || bytes.IndexByte(l.text, '"') >= 0 || !r.simple(l.text) {
+		return "", false
+	}
+	return stableString(l.text), true
 }
 
 // simple reports whether a line without a quote is a record NextLine hands out whole:
@@ -526,13 +535,15 @@ func (r *CSVReader) readRecord(whole bool) (fields []string, wholeLine string, s
 		return nil, "", 0, nil, err
 	}
 	start = l.no
+	if whole {
+		if text, ok := r.wholeLine(l); ok {
+			return nil, text, start, nil, nil
+		}
+	}
 	if l.tooLong {
 		return nil, "", start, &RowError{Line: start, Err: because(ErrLineTooLong, "the line is longer than %d bytes", r.max)}, nil
 	}
 	if bytes.IndexByte(l.text, '"') < 0 {
-		if whole && r.simple(l.text) {
-			return nil, stableString(l.text), start, nil, nil
-		}
 		// No quote on the line, as on most: the cells are the parts between delimiters.
 		r.cells, r.delimited = l.text, true
 		return r.slab.splitAt(stableString(l.text), r.delim), "", start, nil, nil

@@ -78,9 +78,8 @@ type LineReader interface {
 	// NextLine is Next, except that a simple record comes back with Values nil and line
 	// holding the record's text as read: one line without a quote, of valid text (no NUL
 	// byte, nothing a value is checked for), not blank, with exactly the header's number of
-	// fields. Its values
-	// are SplitLine(line, Delimiter()), the very values Next would have returned. Any other
-	// record comes back as Next returns it, with line "".
+	// fields. Its values are SplitLine(line, Delimiter()), the very values Next would have
+	// returned. Any other record comes back as Next returns it, with line "".
 	NextLine(ctx context.Context) (rec Record, line string, err error)
 	// NextLines reads up to len(recs) records into recs and lines as NextLine would, one
 	// after the other, and returns how many. It stops after a record that is a row error,

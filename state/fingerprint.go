@@ -99,9 +99,9 @@ func (f *FingerprintSet) Pending() int { return f.npending }
 
 // Lookup returns the fingerprint stored for an e-mail hash when the set was loaded.
 //
-// The loaded entries are one sorted array with an index by the hashes' top bits, sized for
-// about four entries a slot: a lookup reads the slot's bounds and then one or two cache
-// lines of entries, where a binary search over a million would miss on most probes.
+// The loaded entries are sorted, bucket by bucket, with an index by the hashes' top bits,
+// sized for about four entries a slot: a lookup reads the slot's bounds and then one or two
+// cache lines of entries, where a binary search over a million would miss on most probes.
 func (f *FingerprintSet) Lookup(email uint64) (Fingerprint, bool) {
 	fp, _, ok := f.lookup(email)
 	return fp, ok
