@@ -37,46 +37,67 @@ type streamSpec struct {
 	// fingerprints.
 	verify bool
 	// fps are the fingerprints of a delta run, already loading (nil: prepare loads them).
-	fps *fingerprintLoad
+	fps *background[*state.FingerprintSet]
 	// opening is the source, already opening (nil: prepare opens it).
-	opening *sourceOpening
+	opening *background[sources.Reader]
 }
 
-// sourceOpening is a file source opening in the background while a delta sync's
-// fingerprints load: opening a CSV file reads it whole once (its encoding), which need not
-// wait for them.
-type sourceOpening struct {
-	done  chan struct{}
-	r     sources.Reader
-	err   error
-	taken bool
+// background is a value made on a goroutine of its own while its caller goes on: a delta
+// sync's fingerprints loading (24 bytes a row, tens of milliseconds for a million) while the
+// run asks the service about the list, and its file source opening (a CSV file is read whole
+// once, for its encoding) meanwhile.
+type background[T any] struct {
+	done   chan struct{}
+	v      T
+	err    error
+	cancel context.CancelFunc
 }
 
-func openSource(ctx context.Context, src sources.Config) *sourceOpening {
-	o := &sourceOpening{done: make(chan struct{})}
+func inBackground[T any](ctx context.Context, fn func(context.Context) (T, error)) *background[T] {
+	bctx, cancel := context.WithCancel(ctx)
+	b := &background[T]{done: make(chan struct{}), cancel: cancel}
 	go func() {
-		defer close(o.done)
-		o.r, o.err = sources.Open(ctx, src)
+		defer close(b.done)
+		b.v, b.err = fn(bctx)
 	}()
-	return o
+	return b
 }
 
-// take returns the source once open; the caller closes it.
-func (o *sourceOpening) take(ctx context.Context) (sources.Reader, error) {
+// wait returns the value once made.
+func (b *background[T]) wait(ctx context.Context) (T, error) {
 	select {
-	case <-o.done:
-		o.taken = true
-		return o.r, o.err
+	case <-b.done:
+		return b.v, b.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 
-// discard closes the source unless it was taken.
-func (o *sourceOpening) discard() {
-	<-o.done
-	if !o.taken && o.r != nil {
-		_ = o.r.Close()
+// stop ends the work if it still runs and returns what it made, for the caller to release.
+func (b *background[T]) stop() (T, error) {
+	b.cancel()
+	<-b.done
+	return b.v, b.err
+}
+
+func (rt *Runtime) loadFingerprints(ctx context.Context, listID int64) *background[*state.FingerprintSet] {
+	return inBackground(ctx, func(ctx context.Context) (*state.FingerprintSet, error) {
+		return rt.store.LoadFingerprints(ctx, listID)
+	})
+}
+
+// openSource opens src in the background. Whoever waited for it closes it; the caller of
+// openSource closes it too, when done (closing a source twice is safe), to release it when
+// the run ends before taking it.
+func openSource(ctx context.Context, src sources.Config) *background[sources.Reader] {
+	return inBackground(ctx, func(ctx context.Context) (sources.Reader, error) { return sources.Open(ctx, src) })
+}
+
+// closeSource stops an opening source and closes it.
+func closeSource(o *background[sources.Reader]) {
+	if r, err := o.stop(); err == nil {
+		_ = r.Close()
 	}
 }
 
@@ -88,42 +109,6 @@ func (s streamSpec) sourceConfig() sources.Config {
 		src.IsHeader = HeaderMapsEmail(s.mapping)
 	}
 	return src
-}
-
-// fingerprintLoad is a list's fingerprints loading in the background (24 bytes a row, tens
-// of milliseconds for a million), while the run asks the service about the list and opens
-// the source.
-type fingerprintLoad struct {
-	done   chan struct{}
-	fps    *state.FingerprintSet
-	err    error
-	cancel context.CancelFunc
-}
-
-func (rt *Runtime) loadFingerprints(ctx context.Context, listID int64) *fingerprintLoad {
-	lctx, cancel := context.WithCancel(ctx)
-	l := &fingerprintLoad{done: make(chan struct{}), cancel: cancel}
-	go func() {
-		defer close(l.done)
-		l.fps, l.err = rt.store.LoadFingerprints(lctx, listID)
-	}()
-	return l
-}
-
-// wait returns the fingerprints once loaded.
-func (l *fingerprintLoad) wait(ctx context.Context) (*state.FingerprintSet, error) {
-	select {
-	case <-l.done:
-		return l.fps, l.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// stop ends the load if it still runs; the fingerprints are not used.
-func (l *fingerprintLoad) stop() {
-	l.cancel()
-	<-l.done
 }
 
 // checkList fails at once, permanently, when the list does not exist (GET
@@ -157,7 +142,7 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	var r sources.Reader
 	var err error
 	if s.opening != nil {
-		r, err = s.opening.take(ctx)
+		r, err = s.opening.wait(ctx)
 	} else {
 		r, err = sources.Open(ctx, src)
 	}

@@ -148,7 +148,7 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 			return permanent(fmt.Errorf("sync %q is not in this worker's configuration", job.Args.Name))
 		}
 		verify := job.Args.Verify
-		var load *fingerprintLoad // a delta sync's fingerprints, loading meanwhile
+		var load *background[*state.FingerprintSet] // a delta sync's fingerprints, loading meanwhile
 		defer func() {
 			if load != nil {
 				load.stop()
@@ -162,7 +162,7 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 			if !isSQL(spec.Source) {
 				// The file opens meanwhile (an SQL source's query may depend on the watermark).
 				stream.opening = openSource(ctx, stream.sourceConfig())
-				defer stream.opening.discard()
+				defer closeSource(stream.opening)
 			}
 			note, err := rt.listShrunk(ctx, spec.ListID, load)
 			if err != nil {
@@ -222,7 +222,7 @@ const shrinkShare = 2
 // when the list was emptied behind subsync's back; the fingerprints would report every row
 // unchanged. A list whose rows were mostly sent as unsubscribed also looks smaller: it is then
 // verified (read once more) on every sync, sending nothing it holds.
-func (rt *Runtime) listShrunk(ctx context.Context, listID int64, load *fingerprintLoad) (string, error) {
+func (rt *Runtime) listShrunk(ctx context.Context, listID int64, load *background[*state.FingerprintSet]) (string, error) {
 	if rt.sinkErr != nil {
 		return "", nil // the run fails with the client's error
 	}
