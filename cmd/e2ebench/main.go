@@ -724,10 +724,10 @@ func runDelta(n int, dir string, inFlight, batches, runs int) error {
 			return fmt.Errorf("second sync: contact %d was not updated", i)
 		}
 	}
-	fmt.Printf("\n%-14s %12s %10s %10s %10s %12s %8s %15s\n", "run", "rows/s", "sent", "unchanged", "seconds", "CPU seconds", "of GC", "peak RSS")
+	fmt.Printf("\n%-14s %12s %10s %10s %10s %10s %12s %8s %15s\n", "run", "rows/s", "sent", "unchanged", "seconds", "engine s", "CPU seconds", "of GC", "peak RSS")
 	row := func(name string, res childResult) {
-		fmt.Printf("%-14s %12.0f %10d %10d %10.2f %12.2f %8.2f %12.0f MB\n", name, float64(res.Rows)/res.Seconds,
-			res.Sent, res.Unchanged, res.Seconds, res.CPUSeconds, res.GCCPUSeconds, float64(res.VmHWMkB)/1024)
+		fmt.Printf("%-14s %12.0f %10d %10d %10.2f %10.2f %12.2f %8.2f %12.0f MB\n", name, float64(res.Rows)/res.Seconds,
+			res.Sent, res.Unchanged, res.Seconds, res.Timings["total"], res.CPUSeconds, res.GCCPUSeconds, float64(res.VmHWMkB)/1024)
 	}
 	row("first sync", first)
 	var shares []float64
