@@ -11,6 +11,9 @@ import (
 // delta, with one lookup a chunk).
 const chunkRows = 1000
 
+// engineChunks is how many filtered chunks wait for the engine to place them.
+const engineChunks = 2
+
 // A chunk is the one value passed between the stages: a stretch of the source read by the
 // producer (records), mapped by its mapper pool (rows, rejects), filtered (the rows to send,
 // the outcomes of the others), then placed by the batcher. Its rows and outcomes have

@@ -36,7 +36,7 @@ func (e *Engine) DryRun(ctx context.Context, fn func(RowPlan) error) (int64, err
 		return 0, errors.New("pipeline: DryRun needs Config.DryRun")
 	}
 	pctx, cancel := context.WithCancel(ctx)
-	chunks := make(chan *chunk, 2)
+	chunks := make(chan *chunk, engineChunks)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

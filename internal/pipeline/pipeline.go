@@ -185,7 +185,7 @@ func (e *Engine) Run(ctx context.Context, startPos int64) (err error) {
 	e.lastRead = startPos
 	e.com.start(ctx, startPos)
 	prodCtx, stopProducer := context.WithCancel(ctx)
-	chunks := make(chan *chunk, 2)
+	chunks := make(chan *chunk, engineChunks)
 	prodDone := make(chan struct{})
 	go func() {
 		defer close(prodDone)

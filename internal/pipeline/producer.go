@@ -30,6 +30,7 @@ type producer struct {
 	filter   *filter
 	stopping <-chan struct{}
 	free     chan *chunk // placed chunks back from the engine
+	made     int         // chunks made (at most chunksInFlight)
 	done     []int64     // Config.Done
 
 	fast     bool         // a delta run with fingerprints: records are resolved before mapping
@@ -47,7 +48,7 @@ type producer struct {
 
 func newProducer(cfg Config, f *filter) *producer {
 	p := &producer{reader: cfg.Reader, mapper: cfg.Mapper, fps: cfg.Fingerprints, workers: cfg.MapWorkers, filter: f,
-		stopping: cfg.Stopping, free: make(chan *chunk, 4), done: cfg.Done}
+		stopping: cfg.Stopping, free: make(chan *chunk, chunksInFlight(cfg.MapWorkers)), done: cfg.Done}
 	p.delim = ','
 	lines, isLines := cfg.Reader.(sources.LineReader)
 	if isLines {
@@ -85,6 +86,12 @@ func (p *producer) setSourceHash(header []string) {
 	}
 	p.allCols = len(p.srcCols) == len(header)
 }
+
+// chunksInFlight is how many chunks the stages hold at most at once, with workers mappers:
+// the reader's, one waiting for and one held by each mapper, one mapped waiting for the
+// filter, the filter's, engineChunks waiting for the engine, and the engine's. The producer
+// keeps as many placed chunks for reuse, so that none is made twice.
+func chunksInFlight(workers int) int { return 3*max(workers, 1) + 3 + engineChunks }
 
 // recycle gives a placed chunk back for reuse (see chunk.release).
 func (p *producer) recycle(c *chunk) {
@@ -333,6 +340,7 @@ func (p *producer) next(lastRead int64) *chunk {
 		c.lastRead = lastRead
 		return c
 	default:
+		p.made++
 		return newChunk(lastRead)
 	}
 }
