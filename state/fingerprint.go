@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 )
@@ -338,18 +339,39 @@ func (f *FingerprintSet) setLoaded(buckets [][]byte) error {
 // loadBuckets reads the stored parts of buckets [lo, hi) of the list into buckets, each
 // bucket's parts merged into one.
 func (s *Store) loadBuckets(ctx context.Context, listID int64, buckets [][]byte, lo, hi int) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT bucket, data FROM subsync_fingerprint
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if s.d == SQLite {
+		// The parts are read through a memory map of the database file, not a read call and a
+		// copy a page (about a quarter of the load's time); the connection goes back to the
+		// pool as it was.
+		if _, err := conn.ExecContext(ctx, "PRAGMA mmap_size = "+strconv.Itoa(loadMmapSize)); err != nil {
+			return err
+		}
+		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA mmap_size = 0") }()
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT bucket, data FROM subsync_fingerprint
 WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, listID, lo, hi)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	// The parts of a bucket are gathered in buf (ends[i] is where part i ends) and merged
-	// into the bucket's entries once the next bucket starts.
+	// into the bucket's entries once the next bucket starts. The merged buckets are parts of
+	// larger blocks, a few allocations in all instead of one a bucket.
 	bucket, buf, ends := -1, []byte(nil), []int(nil)
+	var block []byte
 	flush := func() {
 		if bucket >= 0 {
-			buckets[bucket] = mergeParts(make([]byte, 0, len(buf)), buf, ends)
+			if cap(block)-len(block) < len(buf) {
+				block = make([]byte, 0, max(loadBlock, len(buf)))
+			}
+			start := len(block)
+			block = mergeParts(block, buf, ends)
+			buckets[bucket] = block[start:len(block):len(block)]
 		}
 		buf, ends = buf[:0], ends[:0]
 	}
@@ -375,6 +397,13 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, list
 	flush()
 	return nil
 }
+
+// loadMmapSize is the most of an SQLite database a fingerprint load maps (PRAGMA mmap_size);
+// loadBlock the size of the blocks it puts the merged buckets in.
+const (
+	loadMmapSize = 1 << 30
+	loadBlock    = 1 << 20
+)
 
 // querier is what recentFingerprints reads with: a *sql.DB or a *sql.Tx.
 type querier interface {

@@ -502,6 +502,37 @@ func TestFingerprints(t *testing.T) {
 // after every save that a load gives each e-mail the payload it was saved with last: no
 // entry lost, none stale, whichever tier it is in. Erasure removes an address from every
 // tier.
+// TestFingerprintLoadLeavesConnections: loading fingerprints from SQLite maps the database
+// file on the connections it reads with, and gives them back unmapped: the pool's other users
+// (a run's checkpoints, an import's writes) do not read through a memory map.
+func TestFingerprintLoadLeavesConnections(t *testing.T) {
+	t.Parallel()
+	s := newSQLite(t)
+	ctx := context.Background()
+	set := state.NewFingerprintSet(1)
+	for i := range 20_000 {
+		set.Add(state.Fingerprint{Email: uint64(i) * 0x9E3779B97F4A7C15, Payload: uint64(i)})
+	}
+	require.NoError(t, s.SaveFingerprints(ctx, set))
+	loaded, err := s.LoadFingerprints(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, 20_000, loaded.Len())
+	open := s.DB().Stats().OpenConnections // those the load read on among them
+	conns := make([]*sql.Conn, open) // every connection of the pool, held at once
+	for i := range conns {
+		c, err := s.DB().Conn(ctx)
+		require.NoError(t, err)
+		defer c.Close()
+		conns[i] = c
+	}
+	require.Equal(t, open, s.DB().Stats().OpenConnections, "no connection was opened for the check")
+	for _, c := range conns {
+		var size int64
+		require.NoError(t, c.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&size))
+		require.Zero(t, size)
+	}
+}
+
 func TestFingerprintTiers(t *testing.T) {
 	t.Parallel()
 
