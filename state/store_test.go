@@ -518,7 +518,7 @@ func TestFingerprintLoadLeavesConnections(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 20_000, loaded.Len())
 	open := s.DB().Stats().OpenConnections // those the load read on among them
-	conns := make([]*sql.Conn, open) // every connection of the pool, held at once
+	conns := make([]*sql.Conn, open)       // every connection of the pool, held at once
 	for i := range conns {
 		c, err := s.DB().Conn(ctx)
 		require.NoError(t, err)
@@ -1048,7 +1048,8 @@ func TestWriteBackSummaries(t *testing.T) {
 }
 
 // TestFingerprintLookup checks Lookup against a map, for present and absent e-mails, in
-// buckets of every size (empty, one entry, crowded).
+// buckets of every size (empty, one entry, crowded: the first and the last), and the e-mail
+// hash 0.
 func TestFingerprintLookup(t *testing.T) {
 	t.Parallel()
 	s := newSQLite(t)
@@ -1058,8 +1059,11 @@ func TestFingerprintLookup(t *testing.T) {
 	set := state.NewFingerprintSet(3)
 	for i := range 20_000 {
 		e := rng.Uint64()
-		if i%3 == 0 {
+		switch i % 3 {
+		case 0:
 			e &= 0x000f_ffff_ffff_ffff // crowd bucket 0
+		case 1:
+			e |= 0xfff0_0000_0000_0000 // and the last
 		}
 		want[e] = uint64(i)
 		set.Add(state.Fingerprint{Email: e, Payload: uint64(i), Source: uint64(i) * 3})
