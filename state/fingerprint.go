@@ -274,7 +274,8 @@ func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*Fingerprin
 	f := NewFingerprintSet(listID)
 	buckets := make([][]byte, FingerprintBuckets)
 	// Two halves of the buckets are read and merged at once, on two connections: reading a
-	// million fingerprints (24 MB) is CPU work in the driver, and nothing else runs yet.
+	// million fingerprints (24 MB) is CPU work in the driver, and nothing else runs yet. A
+	// half is the buckets of the e-mail hashes of one sign, as the recent changes store them.
 	const halves = 2
 	errs := make(chan error, halves)
 	for h := range halves {
@@ -287,21 +288,6 @@ func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*Fingerprin
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
-	}
-	recent, err := recentFingerprints(ctx, s.db, listID)
-	if err != nil {
-		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
-	}
-	recent = radixSort(recent)
-	var merged []byte
-	for start := 0; start < len(recent); {
-		bucket, end := bucketOf(recent[start].Email), start+1
-		for end < len(recent) && bucketOf(recent[end].Email) == bucket {
-			end++
-		}
-		merged = mergeBucket(merged[:0], buckets[bucket], recent[start:end])
-		buckets[bucket] = slices.Clone(merged)
-		start = end
 	}
 	if err := f.setLoaded(buckets); err != nil {
 		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
@@ -336,14 +322,30 @@ func (f *FingerprintSet) setLoaded(buckets [][]byte) error {
 	return nil
 }
 
-// loadBuckets reads the stored parts of buckets [lo, hi) of the list into buckets, each
-// bucket's parts merged into one.
+// loadBuckets reads the stored parts and the recent changes of buckets [lo, hi) of the list
+// into buckets: each bucket's parts merged into one, then its recent changes merged in. The
+// buckets are half of them, those of the e-mail hashes of one sign (as the recent changes
+// store them).
 func (s *Store) loadBuckets(ctx context.Context, listID int64, buckets [][]byte, lo, hi int) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	minEmail, maxEmail := int64(0), int64(math.MaxInt64)
+	if lo >= FingerprintBuckets/2 {
+		minEmail, maxEmail = math.MinInt64, -1
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT email, payload, source FROM subsync_fingerprint_recent
+WHERE list_id = $1 AND email >= $2 AND email <= $3`, listID, minEmail, maxEmail)
+	if err != nil {
+		return err
+	}
+	recent, err := scanRecent(rows)
+	if err != nil {
+		return err
+	}
+	recent = radixSort(recent)
 	if s.d == SQLite {
 		// The parts are read through a memory map of the database file, not a read call and a
 		// copy a page (about a quarter of the load's time); the connection goes back to the
@@ -353,25 +355,47 @@ func (s *Store) loadBuckets(ctx context.Context, listID int64, buckets [][]byte,
 		}
 		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA mmap_size = 0") }()
 	}
-	rows, err := conn.QueryContext(ctx, `SELECT bucket, data FROM subsync_fingerprint
+	rows, err = conn.QueryContext(ctx, `SELECT bucket, data FROM subsync_fingerprint
 WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, listID, lo, hi)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	// The parts of a bucket are gathered in buf (ends[i] is where part i ends) and merged
-	// into the bucket's entries once the next bucket starts. The merged buckets are parts of
+	// The parts of a bucket are gathered in buf (ends[i] is where part i ends), and merged
+	// with its recent changes once the next bucket starts. The merged buckets are parts of
 	// larger blocks, a few allocations in all instead of one a bucket.
-	bucket, buf, ends := -1, []byte(nil), []int(nil)
-	var block []byte
-	flush := func() {
-		if bucket >= 0 {
-			if cap(block)-len(block) < len(buf) {
-				block = make([]byte, 0, max(loadBlock, len(buf)))
+	bucket, buf, ends := -1, []byte(nil), []int(nil) // bucket: the one whose parts are in buf
+	next := lo                                       // the first bucket not yet merged
+	var block, merged []byte
+	mergeUpTo := func(end int) {
+		for ; next < end; next++ {
+			k := 0 // the bucket's recent changes: recent[:k]
+			for k < len(recent) && bucketOf(recent[k].Email) == next {
+				k++
+			}
+			parts := next == bucket
+			if !parts && k == 0 {
+				continue // nothing stored
+			}
+			most := k * fpEntrySize // the merged bucket's size at most
+			if parts {
+				most += len(buf)
+			}
+			if cap(block)-len(block) < most {
+				block = make([]byte, 0, max(loadBlock, most))
 			}
 			start := len(block)
-			block = mergeParts(block, buf, ends)
-			buckets[bucket] = block[start:len(block):len(block)]
+			switch {
+			case k == 0:
+				block = mergeParts(block, buf, ends)
+			case parts:
+				merged = mergeParts(merged[:0], buf, ends)
+				block = mergeBucket(block, merged, recent[:k])
+			default:
+				block = mergeBucket(block, nil, recent[:k])
+			}
+			recent = recent[k:]
+			buckets[next] = block[start:len(block):len(block)]
 		}
 		buf, ends = buf[:0], ends[:0]
 	}
@@ -385,7 +409,7 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, list
 			return fmt.Errorf("bucket %d is malformed", b)
 		}
 		if b != bucket {
-			flush()
+			mergeUpTo(b) // the buckets before b: bucket's parts (in buf), and those with recent changes only
 			bucket = b
 		}
 		buf = append(buf, data...)
@@ -394,7 +418,7 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, list
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	flush()
+	mergeUpTo(hi)
 	return nil
 }
 
@@ -416,6 +440,11 @@ func recentFingerprints(ctx context.Context, q querier, listID int64) ([]Fingerp
 	if err != nil {
 		return nil, err
 	}
+	return scanRecent(rows)
+}
+
+// scanRecent reads rows of recent changes (email, payload, source), and closes them.
+func scanRecent(rows *sql.Rows) ([]Fingerprint, error) {
 	defer rows.Close()
 	var out []Fingerprint
 	for rows.Next() {
