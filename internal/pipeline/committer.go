@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -289,8 +290,14 @@ func (c *committer) write(ctx context.Context) error {
 		c.handBack(units)
 		if save {
 			// The checkpoints queued meanwhile are written between the save's steps: the
-			// window's slots do not wait for the whole save.
-			c.save(ctx, func() { c.drain(ctx) })
+			// window's slots do not wait for the whole save. After each step the writer
+			// yields: on a busy core the engine, readied by the checkpoints handed back,
+			// would otherwise wait for the whole save (the steps are CPU work; nothing in
+			// them blocks).
+			c.save(ctx, func() {
+				c.drain(ctx)
+				runtime.Gosched()
+			})
 			c.saving.Store(false)
 		}
 	}
