@@ -63,18 +63,46 @@ func EmailHash(email string) uint64 {
 // SaveFingerprints; Add and SaveFingerprints must not run concurrently with each other.
 type FingerprintSet struct {
 	listID int64
-	loaded [][]byte // per bucket: sorted entries as stored; nil when empty
-	first  []int32  // per bucket: the position of its first entry among all loaded (see Index)
-	// index[j] is the position among all loaded of the first entry whose hash's top bits
-	// (hash >> shift, at least the bucket's 12) are at least j: an e-mail's entry is among
-	// index[j] to index[j+1], about four.
-	index    []int32
-	shift    uint
+	// halves holds the loaded entries: halves[0] those whose e-mail hash's top bit is 0,
+	// halves[1] the others, each in a table of its own (see half). The entry for the e-mail
+	// hash 0, if any, is zero.
+	halves   [2]half
+	zero     Fingerprint
+	hasZero  bool
 	n        int
 	pending  [][][]Fingerprint // per bucket: blocks of pendingBlock entries, in the order added
 	npending int
 	free     [][]Fingerprint // emptied blocks, for the next ones added
 	scratch  []Fingerprint   // one bucket's entries, sorted, while saving
+}
+
+// half is a table of loaded entries: in hash order, each at or after its home slot (the
+// hash's bits below the top one, scaled to homes, about a third more than the entries), with
+// empty slots (e-mail hash 0) in between and at least one after the last. An entry is found
+// from its home slot on, over the smaller hashes there: a slot or two, mostly in the cache
+// line of the home slot or the next, with nothing to read first.
+type half struct {
+	slots []Fingerprint
+	homes uint64
+	base  int // the Index of slots[0]
+}
+
+// home is the slot of the half's table an e-mail hash's entry is at or after.
+func (h *half) home(email uint64) uint64 {
+	hi, _ := bits.Mul64(email<<1, h.homes)
+	return hi
+}
+
+// find looks for an e-mail hash's entry (not 0) from slot p of the half's table on.
+func (h *half) find(email, p uint64) (Fingerprint, int, bool) {
+	s := h.slots
+	for s[p].Email != 0 && s[p].Email < email {
+		p++ // the slot after the last entry is empty
+	}
+	if s[p].Email == email {
+		return s[p], h.base + int(p), true
+	}
+	return Fingerprint{}, 0, false
 }
 
 // pendingBlock is how many fingerprints a block of the pending ones holds (768 bytes). The
@@ -86,7 +114,7 @@ const pendingBlock = 32
 // NewFingerprintSet returns an empty set for the list, for a run that only records
 // fingerprints (an import) and need not read the stored ones.
 func NewFingerprintSet(listID int64) *FingerprintSet {
-	return &FingerprintSet{listID: listID, loaded: make([][]byte, FingerprintBuckets)}
+	return &FingerprintSet{listID: listID}
 }
 
 // ListID is the list the set belongs to.
@@ -100,88 +128,66 @@ func (f *FingerprintSet) Pending() int { return f.npending }
 
 // Lookup returns the fingerprint stored for an e-mail hash when the set was loaded.
 //
-// The loaded entries are sorted, bucket by bucket, with an index by the hashes' top bits,
-// sized for about four entries a slot: a lookup reads the slot's bounds and then one or two
-// cache lines of entries, where a binary search over a million would miss on most probes.
+// The loaded entries are kept in hash order in two tables (by the hash's top bit) about a
+// third larger than their number, each entry at or after the slot its hash scales to: a
+// lookup reads on from there over the smaller hashes, a slot or two, where a binary search
+// over a million would miss on most probes.
 func (f *FingerprintSet) Lookup(email uint64) (Fingerprint, bool) {
 	fp, _, ok := f.lookup(email)
 	return fp, ok
 }
 
-// Index returns the position of an e-mail hash's entry among the n loaded (0 to Len()-1),
-// for a caller that keeps a bit per loaded entry: a run notes there which addresses it read.
+// Index returns a number for an e-mail hash's entry below IndexBound, a different one for
+// each entry loaded, for a caller that keeps a bit per loaded entry: a run notes there which
+// addresses it read.
 func (f *FingerprintSet) Index(email uint64) (int, bool) {
 	_, i, ok := f.lookup(email)
 	return i, ok
 }
 
+// IndexBound is what every Index is below.
+func (f *FingerprintSet) IndexBound() int { return len(f.halves[0].slots) + len(f.halves[1].slots) + 1 }
+
 func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool) {
-	if f.n == 0 {
+	if email == 0 {
+		return f.zero, f.IndexBound() - 1, f.hasZero
+	}
+	h := &f.halves[email>>63]
+	if len(h.slots) == 0 {
 		return Fingerprint{}, 0, false
 	}
-	j := email >> f.shift
-	return f.find(email, int(f.index[j]), int(f.index[j+1]))
-}
-
-// find looks for an e-mail hash's entry among the loaded entries at positions lo to hi (its
-// slot).
-func (f *FingerprintSet) find(email uint64, lo, hi int) (Fingerprint, int, bool) {
-	bucket := bucketOf(email)
-	b, first := f.loaded[bucket], int(f.first[bucket])
-	for i, hi := lo-first, hi-first; i < hi; i++ {
-		k := binary.LittleEndian.Uint64(b[i*fpEntrySize:])
-		if k < email {
-			continue
-		}
-		if k == email {
-			return Fingerprint{Email: email, Payload: binary.LittleEndian.Uint64(b[i*fpEntrySize+8:]),
-				Source: binary.LittleEndian.Uint64(b[i*fpEntrySize+16:])}, first + i, true
-		}
-		break
-	}
-	return Fingerprint{}, 0, false
+	return h.find(email, h.home(email))
 }
 
 // LookupBatch looks up many e-mail hashes at once: for each emails[i] it sets fps[i] and
 // found[i] as Lookup would, and idx[i] as Index would unless idx is nil (each at least as
-// long as emails). It first touches the cache lines of each e-mail's slot, with no branch on
-// what it reads, so the memory loads of many lookups are in flight together; the lookups then
-// find their entries in the cache. For a large set this is several times faster than one Lookup
-// after the other.
+// long as emails). It first touches each e-mail's home slot and the cache line after it, with
+// no branch on what it reads, so the memory loads of many lookups are in flight together;
+// the lookups then find their entries in the cache. For a large set this is several times
+// faster than one Lookup after the other.
 func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found []bool, idx []int32) {
-	if f.n == 0 {
-		for i := range emails {
-			fps[i], found[i] = Fingerprint{}, false
-			if idx != nil {
-				idx[i] = 0
-			}
-		}
-		return
-	}
-	// In groups, in three passes of loads that do not depend on each other within the pass:
-	// the slots' bounds (in the index), the slots' entries, then the lookups.
 	const group = 256
-	var lo, hi [group]int32
+	var home [group]uint64
 	for start := 0; start < len(emails); start += group {
 		es := emails[start:min(start+group, len(emails))]
-		for i, e := range es {
-			j := e >> f.shift
-			lo[i], hi[i] = f.index[j], f.index[j+1]
-		}
 		var sink uint64
 		for i, e := range es {
-			bucket := bucketOf(e)
-			if b := f.loaded[bucket]; len(b) > 0 {
-				// A slot's entries span two or three cache lines.
-				p, last := (int(lo[i])-int(f.first[bucket]))*fpEntrySize, len(b)-1
-				sink += uint64(b[min(p, last)]) + uint64(b[min(p+64, last)]) + uint64(b[min(p+127, last)])
+			h := &f.halves[e>>63]
+			if n := len(h.slots); n > 0 {
+				p := h.home(e)
+				home[i] = p
+				sink += h.slots[p].Email + h.slots[min(p+2, uint64(n-1))].Email
 			}
 		}
 		touchSink.Store(sink)
 		for i, e := range es {
 			k := start + i
 			var at int
-			fps[k], at, found[k] = f.find(e, int(lo[i]), int(hi[i]))
+			if h := &f.halves[e>>63]; e != 0 && len(h.slots) > 0 {
+				fps[k], at, found[k] = h.find(e, home[i])
+			} else {
+				fps[k], at, found[k] = f.lookup(e)
+			}
 			if idx != nil {
 				idx[k] = int32(at)
 			}
@@ -272,61 +278,147 @@ func byEmail(a, b Fingerprint) int { return cmp.Compare(a.Email, b.Email) }
 // for an e-mail winning.
 func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*FingerprintSet, error) {
 	f := NewFingerprintSet(listID)
-	buckets := make([][]byte, FingerprintBuckets)
 	// Two halves of the buckets are read and merged at once, on two connections: reading a
 	// million fingerprints (24 MB) is CPU work in the driver, and nothing else runs yet. A
-	// half is the buckets of the e-mail hashes of one sign, as the recent changes store them.
-	const halves = 2
-	errs := make(chan error, halves)
-	for h := range halves {
-		lo, hi := h*FingerprintBuckets/halves, (h+1)*FingerprintBuckets/halves
-		go func() { errs <- s.loadBuckets(ctx, f.listID, buckets, lo, hi) }()
+	// half is the buckets of the e-mail hashes of one sign, as the recent changes store them,
+	// and goes into a table of its own (FingerprintSet.halves).
+	var builders [2]tableBuilder
+	errs := make(chan error, 2)
+	for h := range 2 {
+		builders[h].h = &f.halves[h]
+		lo, hi := h*FingerprintBuckets/2, (h+1)*FingerprintBuckets/2
+		go func() { errs <- s.loadBuckets(ctx, f.listID, &builders[h], lo, hi) }()
 	}
 	var err error
-	for range halves {
+	for range 2 {
 		err = errors.Join(err, <-errs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
 	}
-	if err := f.setLoaded(buckets); err != nil {
+	if err := f.setHalves(&builders); err != nil {
 		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
 	}
 	return f, nil
 }
 
-// setLoaded makes the buckets' entries (each bucket sorted) the loaded ones, and indexes them.
-func (f *FingerprintSet) setLoaded(buckets [][]byte) error {
-	f.loaded, f.first, f.n = buckets, make([]int32, FingerprintBuckets), 0
-	for i, b := range buckets {
-		f.first[i] = int32(f.n)
-		f.n += len(b) / fpEntrySize
-	}
-	if f.n > math.MaxInt32 {
-		return fmt.Errorf("%d fingerprints, at most %d", f.n, math.MaxInt32)
-	}
-	width := max(bits.Len(uint(f.n/4)), 12) // about four entries a slot; a slot in one bucket
-	f.shift = uint(64 - width)
-	f.index = make([]int32, 1<<width+1)
-	j := 0
-	for bucket, b := range buckets {
-		for i := range len(b) / fpEntrySize {
-			for top := int(binary.LittleEndian.Uint64(b[i*fpEntrySize:]) >> f.shift); j <= top; j++ {
-				f.index[j] = f.first[bucket] + int32(i)
-			}
+// setHalves completes the loaded set once both halves are placed.
+func (f *FingerprintSet) setHalves(builders *[2]tableBuilder) error {
+	f.n = 0
+	for h := range builders {
+		b := &builders[h]
+		b.finish()
+		f.n += b.n
+		if b.hasZero {
+			f.zero, f.hasZero = b.zero, true
 		}
 	}
-	for ; j < len(f.index); j++ {
-		f.index[j] = int32(f.n)
+	f.halves[1].base = len(f.halves[0].slots)
+	if f.IndexBound() > math.MaxInt32 {
+		return fmt.Errorf("%d fingerprints, at most about %d", f.n, math.MaxInt32/3*2)
 	}
 	return nil
 }
 
+// tableBuilder fills a half's table with the half's buckets, in order, as they are merged.
+// The table is sized from the entries of the first buckets (hashes are uniform): the buckets
+// are kept aside until sizeSample entries came, or the half ended.
+type tableBuilder struct {
+	h       *half
+	early   []byte // the sorted entries of the first buckets, until the table is sized
+	next    uint64 // the first slot after the entries placed
+	buckets int    // buckets added
+	n       int    // entries, the zero one included
+	zero    Fingerprint
+	hasZero bool
+}
+
+// sizeSample and sizeBuckets are how many entries, from at least how many buckets, size a
+// half's table: the estimate of the half's entries from them is within about 2% (the table is
+// sized 5% larger than the estimate needs). A short estimate costs the table's growth, a long
+// one memory (hashes are uniform; a list crowded in its first buckets would have a table too
+// large by up to the half's buckets ÷ sizeBuckets).
+const (
+	sizeSample  = 4096
+	sizeBuckets = 64
+)
+
+// add adds the next bucket's entries (sorted, one per e-mail).
+func (b *tableBuilder) add(entries []byte) {
+	b.buckets++
+	if len(entries) >= fpEntrySize && binary.LittleEndian.Uint64(entries) == 0 {
+		// Hash 0 (the first bucket) marks an empty slot: its entry is kept apart.
+		b.zero = Fingerprint{Payload: binary.LittleEndian.Uint64(entries[8:]), Source: binary.LittleEndian.Uint64(entries[16:])}
+		b.hasZero = true
+		b.n++
+		entries = entries[fpEntrySize:]
+	}
+	if b.h.slots == nil {
+		b.early = append(b.early, entries...)
+		if len(b.early) >= sizeSample*fpEntrySize && b.buckets >= sizeBuckets {
+			b.size(len(b.early) / fpEntrySize * (FingerprintBuckets / 2) / b.buckets)
+		}
+		return
+	}
+	b.place(entries)
+}
+
+// finish places what is left once every bucket of the half was added.
+func (b *tableBuilder) finish() {
+	if b.h.slots == nil && len(b.early) > 0 {
+		b.size(len(b.early) / fpEntrySize)
+	}
+}
+
+// size makes the table for about expect entries and places the entries kept aside.
+func (b *tableBuilder) size(expect int) {
+	b.h.homes = uint64(expect) + uint64(expect)/3 + uint64(expect)/20 + 16
+	b.h.slots = make([]Fingerprint, b.h.homes+slotsTail)
+	early := b.early
+	b.early = nil
+	b.place(early)
+}
+
+// place places sorted entries after those placed, each at its home slot or after the one
+// before, keeping a slot empty after the last (the table grows when the estimate was short).
+func (b *tableBuilder) place(entries []byte) {
+	h := b.h
+	for i := 0; i+fpEntrySize <= len(entries); i += fpEntrySize {
+		e := Fingerprint{Email: binary.LittleEndian.Uint64(entries[i:]), Payload: binary.LittleEndian.Uint64(entries[i+8:]),
+			Source: binary.LittleEndian.Uint64(entries[i+16:])}
+		p := max(h.home(e.Email), b.next)
+		if p+1 >= uint64(len(h.slots)) {
+			h.slots = append(h.slots, make([]Fingerprint, len(h.slots)/8+slotsTail)...)
+		}
+		h.slots[p] = e
+		b.next = p + 1
+		b.n++
+	}
+}
+
+// slotsTail is how many slots a half's table has past its homes, for the entries placed after
+// the last home slot (a few).
+const slotsTail = 64
+
+// setLoaded makes the buckets' entries (each bucket's sorted, one per e-mail) the loaded
+// ones.
+func (f *FingerprintSet) setLoaded(buckets [][]byte) error {
+	f.halves = [2]half{}
+	var builders [2]tableBuilder
+	for h := range 2 {
+		builders[h].h = &f.halves[h]
+		for _, entries := range buckets[h*FingerprintBuckets/2 : (h+1)*FingerprintBuckets/2] {
+			builders[h].add(entries)
+		}
+	}
+	return f.setHalves(&builders)
+}
+
 // loadBuckets reads the stored parts and the recent changes of buckets [lo, hi) of the list
-// into buckets: each bucket's parts merged into one, then its recent changes merged in. The
-// buckets are half of them, those of the e-mail hashes of one sign (as the recent changes
-// store them).
-func (s *Store) loadBuckets(ctx context.Context, listID int64, buckets [][]byte, lo, hi int) error {
+// and adds each bucket, in order, to tb: its parts merged into one, then its recent changes
+// merged in. The buckets are half of them, those of the e-mail hashes of one sign (as the
+// recent changes store them).
+func (s *Store) loadBuckets(ctx context.Context, listID int64, tb *tableBuilder, lo, hi int) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -361,41 +453,27 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, list
 		return err
 	}
 	defer rows.Close()
-	// The parts of a bucket are gathered in buf (ends[i] is where part i ends), and merged
-	// with its recent changes once the next bucket starts. The merged buckets are parts of
-	// larger blocks, a few allocations in all instead of one a bucket.
+	// The parts of a bucket are gathered in buf (ends[i] is where part i ends), merged with
+	// its recent changes once the next bucket starts, and added to the half's table.
 	bucket, buf, ends := -1, []byte(nil), []int(nil) // bucket: the one whose parts are in buf
-	next := lo                                       // the first bucket not yet merged
-	var block, merged []byte
-	mergeUpTo := func(end int) {
+	next := lo                                       // the first bucket not yet added
+	var merged, withRecent []byte
+	addUpTo := func(end int) {
 		for ; next < end; next++ {
 			k := 0 // the bucket's recent changes: recent[:k]
 			for k < len(recent) && bucketOf(recent[k].Email) == next {
 				k++
 			}
-			parts := next == bucket
-			if !parts && k == 0 {
-				continue // nothing stored
-			}
-			most := k * fpEntrySize // the merged bucket's size at most
-			if parts {
-				most += len(buf)
-			}
-			if cap(block)-len(block) < most {
-				block = make([]byte, 0, max(loadBlock, most))
-			}
-			start := len(block)
-			switch {
-			case k == 0:
-				block = mergeParts(block, buf, ends)
-			case parts:
+			var entries []byte
+			if next == bucket {
 				merged = mergeParts(merged[:0], buf, ends)
-				block = mergeBucket(block, merged, recent[:k])
-			default:
-				block = mergeBucket(block, nil, recent[:k])
+				entries = merged
 			}
-			recent = recent[k:]
-			buckets[next] = block[start:len(block):len(block)]
+			if k > 0 {
+				withRecent = mergeBucket(withRecent[:0], entries, recent[:k])
+				entries, recent = withRecent, recent[k:]
+			}
+			tb.add(entries)
 		}
 		buf, ends = buf[:0], ends[:0]
 	}
@@ -409,7 +487,7 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, list
 			return fmt.Errorf("bucket %d is malformed", b)
 		}
 		if b != bucket {
-			mergeUpTo(b) // the buckets before b: bucket's parts (in buf), and those with recent changes only
+			addUpTo(b) // the buckets before b: bucket's parts (in buf), and those without any
 			bucket = b
 		}
 		buf = append(buf, data...)
@@ -418,16 +496,12 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, list
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	mergeUpTo(hi)
+	addUpTo(hi)
 	return nil
 }
 
-// loadMmapSize is the most of an SQLite database a fingerprint load maps (PRAGMA mmap_size);
-// loadBlock the size of the blocks it puts the merged buckets in.
-const (
-	loadMmapSize = 1 << 30
-	loadBlock    = 1 << 20
-)
+// loadMmapSize is the most of an SQLite database a fingerprint load maps (PRAGMA mmap_size).
+const loadMmapSize = 1 << 30
 
 // querier is what recentFingerprints reads with: a *sql.DB or a *sql.Tx.
 type querier interface {

@@ -47,7 +47,16 @@ func newFilter(cfg Config) *filter {
 	return &filter{store: cfg.Store, log: cfg.Logger, mapper: cfg.Mapper, dedupe: cfg.Mapper.NewDeduper(),
 		mappingFP: cfg.Mapper.Fingerprint(), listID: cfg.ListID, delta: cfg.Delta, suppression: cfg.Suppression,
 		fps: cfg.Fingerprints, held: cfg.Held, dryRun: cfg.DryRun, sup: cfg.Suppressions, supChecked: time.Now(), track: newTracker(cfg),
-		fpSeen: make([]uint64, (cfg.Fingerprints.Len()+63)/64)}
+		fpSeen: make([]uint64, seenWords(cfg.Fingerprints))}
+}
+
+// seenWords is the size of filter.fpSeen for the fingerprints: a bit per Index, none without
+// any loaded.
+func seenWords(fps *state.FingerprintSet) int {
+	if fps.Len() == 0 {
+		return 0
+	}
+	return (fps.IndexBound() + 63) / 64
 }
 
 // seen notes that the run read an e-mail (as mapped: trimmed and lower-cased) and reports
