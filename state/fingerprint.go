@@ -50,9 +50,13 @@ func NormaliseEmail(email string) string {
 
 // EmailHash is the hash of the normalised e-mail. Two e-mails that collide cost at most an
 // unnecessary send: the payload hash covers the e-mail itself.
-func EmailHash(email string) uint64 {
+func EmailHash(email string) uint64 { return NormalisedEmailHash(NormaliseEmail(email)) }
+
+// NormalisedEmailHash is EmailHash of an e-mail already normalised (NormaliseEmail), for a
+// caller that keeps the normalised form too.
+func NormalisedEmailHash(normalised string) uint64 {
 	h := NewHasher()
-	h.String(NormaliseEmail(email))
+	h.String(normalised)
 	return h.Sum64()
 }
 

@@ -369,9 +369,7 @@ func (p *producer) mapChunk(c *chunk) {
 			rec := &c.recs[i]
 			line := c.line(i)
 			email := state.NormaliseEmail(p.rawEmail(*rec, line))
-			h := state.NewHasher() // EmailHash of the normalised e-mail
-			h.String(email)
-			c.candKeys = append(c.candKeys, h.Sum64())
+			c.candKeys = append(c.candKeys, state.NormalisedEmailHash(email))
 			c.cands = append(c.cands, cand{email: email, src: p.sourceHash(*rec, line, &c.joined)})
 		}
 		p.lookup(c)
