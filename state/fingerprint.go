@@ -286,12 +286,10 @@ func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*Fingerprin
 	// million fingerprints (24 MB) is CPU work in the driver, and nothing else runs yet. A
 	// half is the buckets of the e-mail hashes of one sign, as the recent changes store them,
 	// and goes into a table of its own (FingerprintSet.halves).
-	var builders [2]tableBuilder
+	builders := f.builders()
 	errs := make(chan error, 2)
 	for h := range 2 {
-		builders[h].h = &f.halves[h]
-		lo, hi := h*FingerprintBuckets/2, (h+1)*FingerprintBuckets/2
-		go func() { errs <- s.loadBuckets(ctx, f.listID, &builders[h], lo, hi) }()
+		go func() { errs <- s.loadBuckets(ctx, f.listID, &builders[h], h) }()
 	}
 	var err error
 	for range 2 {
@@ -304,6 +302,17 @@ func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*Fingerprin
 		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
 	}
 	return f, nil
+}
+
+// builders returns a builder for each of f's two tables, empty.
+func (f *FingerprintSet) builders() [2]tableBuilder {
+	f.halves = [2]half{}
+	return [2]tableBuilder{{h: &f.halves[0]}, {h: &f.halves[1]}}
+}
+
+// halfBuckets is the buckets [lo, hi) of half h: those of the e-mail hashes whose top bit is h.
+func halfBuckets(h int) (lo, hi int) {
+	return h * FingerprintBuckets / 2, (h + 1) * FingerprintBuckets / 2
 }
 
 // setHalves completes the loaded set once both halves are placed.
@@ -404,32 +413,19 @@ func (b *tableBuilder) place(entries []byte) {
 // the last home slot (a few).
 const slotsTail = 64
 
-// setLoaded makes the buckets' entries (each bucket's sorted, one per e-mail) the loaded
-// ones.
-func (f *FingerprintSet) setLoaded(buckets [][]byte) error {
-	f.halves = [2]half{}
-	var builders [2]tableBuilder
-	for h := range 2 {
-		builders[h].h = &f.halves[h]
-		for _, entries := range buckets[h*FingerprintBuckets/2 : (h+1)*FingerprintBuckets/2] {
-			builders[h].add(entries)
-		}
-	}
-	return f.setHalves(&builders)
-}
-
-// loadBuckets reads the stored parts and the recent changes of buckets [lo, hi) of the list
-// and adds each bucket, in order, to tb: its parts merged into one, then its recent changes
-// merged in. The buckets are half of them, those of the e-mail hashes of one sign (as the
-// recent changes store them).
-func (s *Store) loadBuckets(ctx context.Context, listID int64, tb *tableBuilder, lo, hi int) error {
+// loadBuckets reads the stored parts and the recent changes of the buckets of half h of the
+// list (halfBuckets: the e-mail hashes of one sign, as the recent changes store them) and
+// adds each bucket, in order, to tb: its parts merged into one, then its recent changes
+// merged in.
+func (s *Store) loadBuckets(ctx context.Context, listID int64, tb *tableBuilder, h int) error {
+	lo, hi := halfBuckets(h)
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	minEmail, maxEmail := int64(0), int64(math.MaxInt64)
-	if lo >= FingerprintBuckets/2 {
+	if h == 1 {
 		minEmail, maxEmail = math.MinInt64, -1
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT email, payload, source FROM subsync_fingerprint_recent

@@ -21,7 +21,14 @@ func BenchmarkLookupBatch(b *testing.B) {
 	for bucket := range buckets {
 		buckets[bucket] = appendSorted(nil, set.sortedPending(bucket))
 	}
-	if err := set.setLoaded(buckets); err != nil {
+	builders := set.builders()
+	for h := range builders {
+		lo, hi := halfBuckets(h)
+		for _, entries := range buckets[lo:hi] {
+			builders[h].add(entries)
+		}
+	}
+	if err := set.setHalves(&builders); err != nil {
 		b.Fatal(err)
 	}
 	fps, found, idx := make([]Fingerprint, batch), make([]bool, batch), make([]int32, batch)
