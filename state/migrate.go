@@ -3,12 +3,19 @@ package state
 import (
 	"context"
 	"database/sql"
+	"embed"
+	"errors"
 	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
 	"strings"
 )
 
-// migration is one versioned schema change, with its SQL per dialect. Statements are
-// separated by ";\n". Versions are never edited once released: add a new one.
+// migration is one versioned schema change, with its SQL per dialect. The SQL lives in
+// embedded files, migrations/<dialect>/NNN_name.up.sql, one per version and dialect, whose
+// first line is a comment naming the change; statements are separated by ";\n". Versions are
+// never edited once released: add a new file (for both dialects).
 type migration struct {
 	version  int
 	name     string
@@ -16,409 +23,79 @@ type migration struct {
 	postgres string
 }
 
-// migrations lists subsync's schema in order.
-var migrations = []migration{
-	{
-		version: 1,
-		name:    "runs, rejects, suppression, status log, fingerprints, staged files, watermarks",
-		sqlite: `
-CREATE TABLE subsync_run (
-    id              INTEGER PRIMARY KEY AUTOINCREMENT,
-    job_id          INTEGER NOT NULL UNIQUE,
-    kind            TEXT    NOT NULL,
-    name            TEXT    NOT NULL DEFAULT '',
-    list_id         INTEGER NOT NULL DEFAULT 0,
-    source          TEXT    NOT NULL DEFAULT '',
-    state           TEXT    NOT NULL,
-    error           TEXT    NOT NULL DEFAULT '',
-    position        INTEGER NOT NULL DEFAULT 0,
-    total_rows      INTEGER NOT NULL DEFAULT 0,
-    bytes_done      INTEGER NOT NULL DEFAULT 0,
-    total_bytes     INTEGER NOT NULL DEFAULT 0,
-    rows_read       INTEGER NOT NULL DEFAULT 0,
-    rows_rejected   INTEGER NOT NULL DEFAULT 0,
-    rows_duplicate  INTEGER NOT NULL DEFAULT 0,
-    rows_suppressed INTEGER NOT NULL DEFAULT 0,
-    rows_unchanged  INTEGER NOT NULL DEFAULT 0,
-    rows_sent       INTEGER NOT NULL DEFAULT 0,
-    batches         INTEGER NOT NULL DEFAULT 0,
-    requests        INTEGER NOT NULL DEFAULT 0,
-    retries         INTEGER NOT NULL DEFAULT 0,
-    attempts        INTEGER NOT NULL DEFAULT 0,
-    worker          TEXT    NOT NULL DEFAULT '',
-    lease_owner     TEXT    NOT NULL DEFAULT '',
-    lease_until     INTEGER NOT NULL DEFAULT 0,
-    scheduled_at    INTEGER NOT NULL DEFAULT 0,
-    started_at      INTEGER NOT NULL DEFAULT 0,
-    updated_at      INTEGER NOT NULL DEFAULT 0,
-    finished_at     INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX subsync_run_kind_name ON subsync_run (kind, name, id);
-CREATE INDEX subsync_run_state ON subsync_run (state);
-CREATE TABLE subsync_reject (
-    run_id   INTEGER NOT NULL REFERENCES subsync_run (id) ON DELETE CASCADE,
-    ordinal  INTEGER NOT NULL,
-    line     INTEGER NOT NULL,
-    sheet    TEXT    NOT NULL DEFAULT '',
-    col      TEXT    NOT NULL DEFAULT '',
-    value    TEXT    NOT NULL DEFAULT '',
-    code     TEXT    NOT NULL,
-    reason   TEXT    NOT NULL,
-    PRIMARY KEY (run_id, ordinal)
-) WITHOUT ROWID;
-CREATE TABLE subsync_suppression (
-    list_id    INTEGER NOT NULL,
-    email      TEXT    NOT NULL,
-    status     TEXT    NOT NULL CHECK (status IN ('unsubscribed', 'bounce')),
-    changed_at INTEGER NOT NULL,
-    PRIMARY KEY (list_id, email)
-) WITHOUT ROWID;
-CREATE INDEX subsync_suppression_email ON subsync_suppression (email);
-CREATE TABLE subsync_status_change (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    email         TEXT    NOT NULL,
-    status        TEXT    NOT NULL,
-    status_mobile TEXT    NOT NULL DEFAULT '',
-    list_id       INTEGER NOT NULL DEFAULT 0,
-    subscriber_id INTEGER NOT NULL DEFAULT 0,
-    changed_at    INTEGER NOT NULL,
-    recorded_at   INTEGER NOT NULL,
-    UNIQUE (email, status, changed_at, list_id)
-);
-CREATE TABLE subsync_status_cursor (
-    name       TEXT    PRIMARY KEY,
-    position   INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-);
-CREATE TABLE subsync_writeback (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    change_id   INTEGER NOT NULL REFERENCES subsync_status_change (id) ON DELETE CASCADE,
-    target      TEXT    NOT NULL,
-    state       TEXT    NOT NULL DEFAULT 'pending',
-    attempts    INTEGER NOT NULL DEFAULT 0,
-    last_error  TEXT    NOT NULL DEFAULT '',
-    created_at  INTEGER NOT NULL,
-    done_at     INTEGER NOT NULL DEFAULT 0,
-    UNIQUE (change_id, target)
-);
-CREATE INDEX subsync_writeback_pending ON subsync_writeback (target, state, id);
-CREATE TABLE subsync_fingerprint (
-    list_id INTEGER NOT NULL,
-    bucket  INTEGER NOT NULL,
-    data    BLOB    NOT NULL,
-    PRIMARY KEY (list_id, bucket)
-);
-CREATE TABLE subsync_staged_file (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
-    name       TEXT    NOT NULL,
-    size       INTEGER NOT NULL DEFAULT 0,
-    chunks     INTEGER NOT NULL DEFAULT 0,
-    created_at INTEGER NOT NULL
-);
-CREATE TABLE subsync_staged_chunk (
-    file_id INTEGER NOT NULL REFERENCES subsync_staged_file (id) ON DELETE CASCADE,
-    seq     INTEGER NOT NULL,
-    data    BLOB    NOT NULL,
-    PRIMARY KEY (file_id, seq)
-);
-CREATE TABLE subsync_watermark (
-    name       TEXT    PRIMARY KEY,
-    value      TEXT    NOT NULL,
-    updated_at INTEGER NOT NULL
-)`,
-		postgres: `
-CREATE TABLE subsync_run (
-    id              BIGSERIAL PRIMARY KEY,
-    job_id          BIGINT NOT NULL UNIQUE,
-    kind            TEXT   NOT NULL,
-    name            TEXT   NOT NULL DEFAULT '',
-    list_id         BIGINT NOT NULL DEFAULT 0,
-    source          TEXT   NOT NULL DEFAULT '',
-    state           TEXT   NOT NULL,
-    error           TEXT   NOT NULL DEFAULT '',
-    position        BIGINT NOT NULL DEFAULT 0,
-    total_rows      BIGINT NOT NULL DEFAULT 0,
-    bytes_done      BIGINT NOT NULL DEFAULT 0,
-    total_bytes     BIGINT NOT NULL DEFAULT 0,
-    rows_read       BIGINT NOT NULL DEFAULT 0,
-    rows_rejected   BIGINT NOT NULL DEFAULT 0,
-    rows_duplicate  BIGINT NOT NULL DEFAULT 0,
-    rows_suppressed BIGINT NOT NULL DEFAULT 0,
-    rows_unchanged  BIGINT NOT NULL DEFAULT 0,
-    rows_sent       BIGINT NOT NULL DEFAULT 0,
-    batches         BIGINT NOT NULL DEFAULT 0,
-    requests        BIGINT NOT NULL DEFAULT 0,
-    retries         BIGINT NOT NULL DEFAULT 0,
-    attempts        INTEGER NOT NULL DEFAULT 0,
-    worker          TEXT   NOT NULL DEFAULT '',
-    lease_owner     TEXT   NOT NULL DEFAULT '',
-    lease_until     BIGINT NOT NULL DEFAULT 0,
-    scheduled_at    BIGINT NOT NULL DEFAULT 0,
-    started_at      BIGINT NOT NULL DEFAULT 0,
-    updated_at      BIGINT NOT NULL DEFAULT 0,
-    finished_at     BIGINT NOT NULL DEFAULT 0
-);
-CREATE INDEX subsync_run_kind_name ON subsync_run (kind, name, id);
-CREATE INDEX subsync_run_state ON subsync_run (state);
-CREATE TABLE subsync_reject (
-    run_id   BIGINT  NOT NULL REFERENCES subsync_run (id) ON DELETE CASCADE,
-    ordinal  BIGINT  NOT NULL,
-    line     INTEGER NOT NULL,
-    sheet    TEXT    NOT NULL DEFAULT '',
-    col      TEXT    NOT NULL DEFAULT '',
-    value    TEXT    NOT NULL DEFAULT '',
-    code     TEXT    NOT NULL,
-    reason   TEXT    NOT NULL,
-    PRIMARY KEY (run_id, ordinal)
-);
-CREATE TABLE subsync_suppression (
-    list_id    BIGINT NOT NULL,
-    email      TEXT   NOT NULL,
-    status     TEXT   NOT NULL CHECK (status IN ('unsubscribed', 'bounce')),
-    changed_at BIGINT NOT NULL,
-    PRIMARY KEY (list_id, email)
-);
-CREATE INDEX subsync_suppression_email ON subsync_suppression (email);
-CREATE TABLE subsync_status_change (
-    id            BIGSERIAL PRIMARY KEY,
-    email         TEXT   NOT NULL,
-    status        TEXT   NOT NULL,
-    status_mobile TEXT   NOT NULL DEFAULT '',
-    list_id       BIGINT NOT NULL DEFAULT 0,
-    subscriber_id BIGINT NOT NULL DEFAULT 0,
-    changed_at    BIGINT NOT NULL,
-    recorded_at   BIGINT NOT NULL,
-    UNIQUE (email, status, changed_at, list_id)
-);
-CREATE TABLE subsync_status_cursor (
-    name       TEXT   PRIMARY KEY,
-    position   BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL
-);
-CREATE TABLE subsync_writeback (
-    id          BIGSERIAL PRIMARY KEY,
-    change_id   BIGINT  NOT NULL REFERENCES subsync_status_change (id) ON DELETE CASCADE,
-    target      TEXT    NOT NULL,
-    state       TEXT    NOT NULL DEFAULT 'pending',
-    attempts    INTEGER NOT NULL DEFAULT 0,
-    last_error  TEXT    NOT NULL DEFAULT '',
-    created_at  BIGINT  NOT NULL,
-    done_at     BIGINT  NOT NULL DEFAULT 0,
-    UNIQUE (change_id, target)
-);
-CREATE INDEX subsync_writeback_pending ON subsync_writeback (target, state, id);
-CREATE TABLE subsync_fingerprint (
-    list_id BIGINT  NOT NULL,
-    bucket  INTEGER NOT NULL,
-    data    BYTEA   NOT NULL,
-    PRIMARY KEY (list_id, bucket)
-);
-CREATE TABLE subsync_staged_file (
-    id         BIGSERIAL PRIMARY KEY,
-    name       TEXT   NOT NULL,
-    size       BIGINT NOT NULL DEFAULT 0,
-    chunks     INTEGER NOT NULL DEFAULT 0,
-    created_at BIGINT NOT NULL
-);
-CREATE TABLE subsync_staged_chunk (
-    file_id BIGINT  NOT NULL REFERENCES subsync_staged_file (id) ON DELETE CASCADE,
-    seq     INTEGER NOT NULL,
-    data    BYTEA   NOT NULL,
-    PRIMARY KEY (file_id, seq)
-);
-CREATE TABLE subsync_watermark (
-    name       TEXT   PRIMARY KEY,
-    value      TEXT   NOT NULL,
-    updated_at BIGINT NOT NULL
-)`,
-	},
-	{
-		version: 2,
-		name:    "counters (the suppression list's version), status changes by time",
-		sqlite: `
-CREATE TABLE subsync_counter (
-    name  TEXT    PRIMARY KEY,
-    value INTEGER NOT NULL
-);
-INSERT INTO subsync_counter (name, value) VALUES ('suppression', 0);
-CREATE INDEX subsync_status_change_time ON subsync_status_change (changed_at, id)`,
-		postgres: `
-CREATE TABLE subsync_counter (
-    name  TEXT   PRIMARY KEY,
-    value BIGINT NOT NULL
-);
-INSERT INTO subsync_counter (name, value) VALUES ('suppression', 0);
-CREATE INDEX subsync_status_change_time ON subsync_status_change (changed_at, id)`,
-	},
-	{
-		version: 3,
-		name:    "recent fingerprint changes beside the buckets",
-		sqlite: `
-CREATE TABLE subsync_fingerprint_recent (
-    list_id INTEGER NOT NULL,
-    email   INTEGER NOT NULL,
-    payload INTEGER NOT NULL,
-    PRIMARY KEY (list_id, email)
-) WITHOUT ROWID`,
-		postgres: `
-CREATE TABLE subsync_fingerprint_recent (
-    list_id BIGINT NOT NULL,
-    email   BIGINT NOT NULL,
-    payload BIGINT NOT NULL,
-    PRIMARY KEY (list_id, email)
-)`,
-	},
-	{
-		version: 4,
-		name:    "fingerprints carry the hash of the source values (24-byte entries; older ones are dropped)",
-		sqlite: `
-DELETE FROM subsync_fingerprint;
-DELETE FROM subsync_fingerprint_recent;
-ALTER TABLE subsync_fingerprint_recent ADD COLUMN source INTEGER NOT NULL DEFAULT 0`,
-		postgres: `
-DELETE FROM subsync_fingerprint;
-DELETE FROM subsync_fingerprint_recent;
-ALTER TABLE subsync_fingerprint_recent ADD COLUMN source BIGINT NOT NULL DEFAULT 0`,
-	},
-	{
-		version: 5,
-		name:    "the roster of each sync (who it delivered to its list, with their source key), removals counted",
-		sqlite: `
-CREATE TABLE subsync_roster (
-    sync       TEXT    NOT NULL,
-    list_id    INTEGER NOT NULL,
-    email      TEXT    NOT NULL,
-    email_hash INTEGER NOT NULL,
-    ext_key    TEXT    NOT NULL DEFAULT '',
-    key_hash   INTEGER NOT NULL DEFAULT 0,
-    moved      INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (sync, list_id, email)
-) WITHOUT ROWID;
-CREATE INDEX subsync_roster_key ON subsync_roster (sync, list_id, key_hash);
-ALTER TABLE subsync_run ADD COLUMN rows_removed INTEGER NOT NULL DEFAULT 0`,
-		postgres: `
-CREATE TABLE subsync_roster (
-    sync       TEXT    NOT NULL,
-    list_id    BIGINT  NOT NULL,
-    email      TEXT    NOT NULL,
-    email_hash BIGINT  NOT NULL,
-    ext_key    TEXT    NOT NULL DEFAULT '',
-    key_hash   BIGINT  NOT NULL DEFAULT 0,
-    moved      INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (sync, list_id, email)
-);
-CREATE INDEX subsync_roster_key ON subsync_roster (sync, list_id, key_hash);
-ALTER TABLE subsync_run ADD COLUMN rows_removed BIGINT NOT NULL DEFAULT 0`,
-	},
-	{
-		version: 6,
-		name:    "whole rejected rows (the source header once per run, each reject's row) and warnings",
-		sqlite: `
-ALTER TABLE subsync_run ADD COLUMN source_header TEXT NOT NULL DEFAULT '';
-ALTER TABLE subsync_reject ADD COLUMN row_values TEXT NOT NULL DEFAULT '';
-CREATE TABLE subsync_warning (
-    run_id     INTEGER NOT NULL REFERENCES subsync_run (id) ON DELETE CASCADE,
-    ordinal    INTEGER NOT NULL,
-    seq        INTEGER NOT NULL,
-    line       INTEGER NOT NULL,
-    sheet      TEXT    NOT NULL DEFAULT '',
-    col        TEXT    NOT NULL DEFAULT '',
-    value      TEXT    NOT NULL DEFAULT '',
-    code       TEXT    NOT NULL,
-    reason     TEXT    NOT NULL,
-    row_values TEXT    NOT NULL DEFAULT '',
-    PRIMARY KEY (run_id, ordinal, seq)
-) WITHOUT ROWID`,
-		postgres: `
-ALTER TABLE subsync_run ADD COLUMN source_header TEXT NOT NULL DEFAULT '';
-ALTER TABLE subsync_reject ADD COLUMN row_values TEXT NOT NULL DEFAULT '';
-CREATE TABLE subsync_warning (
-    run_id     BIGINT  NOT NULL REFERENCES subsync_run (id) ON DELETE CASCADE,
-    ordinal    BIGINT  NOT NULL,
-    seq        INTEGER NOT NULL,
-    line       INTEGER NOT NULL,
-    sheet      TEXT    NOT NULL DEFAULT '',
-    col        TEXT    NOT NULL DEFAULT '',
-    value      TEXT    NOT NULL DEFAULT '',
-    code       TEXT    NOT NULL,
-    reason     TEXT    NOT NULL,
-    row_values TEXT    NOT NULL DEFAULT '',
-    PRIMARY KEY (run_id, ordinal, seq)
-)`,
-	},
-	{
-		version: 7,
-		name:    "erasure: the key of the keyed hashes, the erased people's keyed hashes, pending erasure requests",
-		sqlite: `
-CREATE TABLE subsync_erasure_key (
-    id         INTEGER PRIMARY KEY CHECK (id = 1),
-    secret     BLOB    NOT NULL,
-    created_at INTEGER NOT NULL
-);
-CREATE TABLE subsync_erased (
-    hash      TEXT    PRIMARY KEY,
-    erased_at INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE subsync_erasure_request (
-    id           INTEGER PRIMARY KEY AUTOINCREMENT,
-    hash         TEXT    NOT NULL UNIQUE,
-    email        TEXT    NOT NULL,
-    requested_at INTEGER NOT NULL
-)`,
-		postgres: `
-CREATE TABLE subsync_erasure_key (
-    id         INTEGER PRIMARY KEY CHECK (id = 1),
-    secret     BYTEA  NOT NULL,
-    created_at BIGINT NOT NULL
-);
-CREATE TABLE subsync_erased (
-    hash      TEXT   PRIMARY KEY,
-    erased_at BIGINT NOT NULL
-);
-CREATE TABLE subsync_erasure_request (
-    id           BIGSERIAL PRIMARY KEY,
-    hash         TEXT   NOT NULL UNIQUE,
-    email        TEXT   NOT NULL,
-    requested_at BIGINT NOT NULL
-)`,
-	},
-	{
-		version: 8,
-		name:    "batches acknowledged above a run's checkpoint: a resumed run does not send them again",
-		sqlite: `
-CREATE TABLE subsync_run_acked (
-    run_id  INTEGER NOT NULL,
-    max_ord INTEGER NOT NULL,
-    ords    BLOB    NOT NULL,
-    PRIMARY KEY (run_id, max_ord)
-)`,
-		postgres: `
-CREATE TABLE subsync_run_acked (
-    run_id  BIGINT NOT NULL,
-    max_ord BIGINT NOT NULL,
-    ords    BYTEA  NOT NULL,
-    PRIMARY KEY (run_id, max_ord)
-)`,
-	},
-	{
-		version: 9,
-		name:    "fingerprint buckets in parts: a large save appends a part to each bucket instead of rewriting it",
-		sqlite: `
-CREATE TABLE subsync_fingerprint_parts (
-    list_id INTEGER NOT NULL,
-    bucket  INTEGER NOT NULL,
-    part    INTEGER NOT NULL,
-    data    BLOB    NOT NULL,
-    PRIMARY KEY (list_id, bucket, part)
-);
-INSERT INTO subsync_fingerprint_parts (list_id, bucket, part, data) SELECT list_id, bucket, 0, data FROM subsync_fingerprint;
-DROP TABLE subsync_fingerprint;
-ALTER TABLE subsync_fingerprint_parts RENAME TO subsync_fingerprint`,
-		postgres: `
-ALTER TABLE subsync_fingerprint ADD COLUMN part INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE subsync_fingerprint DROP CONSTRAINT subsync_fingerprint_pkey;
-ALTER TABLE subsync_fingerprint ADD PRIMARY KEY (list_id, bucket, part)`,
-	},
+//go:embed migrations/sqlite/*.up.sql migrations/postgres/*.up.sql
+var migrationFiles embed.FS
+
+// migrations lists subsync's schema in order of version.
+var migrations = mustLoadMigrations(migrationFiles)
+
+// mustLoadMigrations reads the embedded files. A file set that does not pair up (a version
+// for one dialect only, a name that is not NNN_name.up.sql, two files of one version) is a
+// mistake of the build, not of the user's database: it panics, so every test catches it.
+func mustLoadMigrations(fsys fs.FS) []migration {
+	m, err := loadMigrations(fsys)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func loadMigrations(fsys fs.FS) ([]migration, error) {
+	byVersion := map[int]*migration{}
+	for _, d := range []Dialect{SQLite, Postgres} {
+		dir := "migrations/" + d.String()
+		entries, err := fs.ReadDir(fsys, dir)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			version, err := migrationVersion(e.Name())
+			if err != nil {
+				return nil, fmt.Errorf("%s/%s: %w", dir, e.Name(), err)
+			}
+			b, err := fs.ReadFile(fsys, dir+"/"+e.Name())
+			if err != nil {
+				return nil, fmt.Errorf("read %s/%s: %w", dir, e.Name(), err)
+			}
+			name, body, ok := strings.Cut(string(b), "\n")
+			name, hasName := strings.CutPrefix(name, "-- ")
+			if !ok || !hasName {
+				return nil, fmt.Errorf("%s/%s: the first line must be a comment naming the change", dir, e.Name())
+			}
+			m := byVersion[version]
+			if m == nil {
+				m = &migration{version: version, name: name}
+				byVersion[version] = m
+			}
+			text := &m.sqlite
+			if d == Postgres {
+				text = &m.postgres
+			}
+			if *text != "" {
+				return nil, fmt.Errorf("%s: two files of version %03d", dir, version)
+			}
+			*text = body
+		}
+	}
+	out := make([]migration, 0, len(byVersion))
+	for _, m := range byVersion {
+		if m.sqlite == "" || m.postgres == "" {
+			return nil, fmt.Errorf("migration %03d (%s) has no file for one of the dialects", m.version, m.name)
+		}
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
+	return out, nil
+}
+
+// migrationVersion reads the version of a file named NNN_name.up.sql.
+func migrationVersion(file string) (int, error) {
+	num, rest, ok := strings.Cut(file, "_")
+	version, err := strconv.Atoi(num)
+	if !ok || err != nil || len(num) != 3 || !strings.HasSuffix(rest, ".up.sql") || len(rest) == len(".up.sql") {
+		return 0, errors.New("want a name of the form NNN_name.up.sql")
+	}
+	return version, nil
 }
 
 // migrationLockKey is the Postgres advisory lock that serialises concurrent migrators.
