@@ -12,7 +12,7 @@ import (
 // Most of what a large run keeps live holds no pointers (the e-mail hashes of the duplicate
 // check, the delta fingerprints), so a collection scans little and collecting twice as often
 // costs little CPU, while the peak resident set of a 1,000,000-row import drops by about a
-// fifth (README, Performance).
+// fifth (docs/performance.md).
 const GCPercentDefault = 50
 
 // TuneGC sets the garbage collector's target to GCPercentDefault unless GOGC is set in the

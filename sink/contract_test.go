@@ -641,7 +641,7 @@ func isolateRefusedRows(t *testing.T, msgs bool) {
 
 // TestIsolationCost measures how many requests isolating 1, 5 and 50 refused rows in a
 // 1000-row batch costs, with the spec's bare 422 and with row messages; the rows are spread
-// at random (a fixed seed). It checks the outcome and logs the figures the README gives:
+// at random (a fixed seed). It checks the outcome and logs the figures docs/service.md gives:
 //
 //	go test -run TestIsolationCost -v ./sink/
 func TestIsolationCost(t *testing.T) {

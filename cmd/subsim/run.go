@@ -35,7 +35,7 @@ type config struct {
 	statusWrapped   bool
 	plain401        bool
 	activeRevives   bool
-	// The alternatives the evidence about the real service allows (README, "The service").
+	// The alternatives the evidence about the real service allows (docs/service.md).
 	statusPaged     int
 	statusCap       int
 	statusDays      bool
