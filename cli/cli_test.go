@@ -213,7 +213,7 @@ func TestSubscribers(t *testing.T) {
 	ls := fmt.Sprint(list)
 
 	up := decode[map[string]any](t, h.ok("subscribers", "upsert", "--list", ls, "--email", "ada@example.com",
-		"--firstname", "Ada", "--set", slot+"=gold", "--set", sink.ConsentEmail+"=1", "--json"))
+		"--firstname", "Ada", "--external-id", "crm-17", "--set", slot+"=gold", "--set", sink.ConsentEmail+"=1", "--json"))
 	id := fmt.Sprint(up["id"])
 	stored, found := h.srv.SubscriberByEmail("ada@example.com")
 	require.True(t, found)
@@ -228,7 +228,11 @@ func TestSubscribers(t *testing.T) {
 	none := h.run("", "subscribers", "show", "nobody@example.com")
 	require.NotZero(t, none.code)
 	require.Contains(t, none.stderr, "no subscriber has this e-mail")
-	require.Contains(t, h.ok("subscribers", "show", id), "Ada")
+	require.Equal(t, "crm-17", deref(show.ExternalID))
+	shown := h.ok("subscribers", "show", id)
+	require.Contains(t, shown, "Ada")
+	require.Regexp(t, `external_id: +crm-17`, shown)
+	require.Regexp(t, `status: +\(not in the service's answer\)`, shown)
 
 	legacy := decode[legacySubscriberJSON](t, h.ok("subscribers", "show", id, "--legacy", "--json"))
 	require.Equal(t, "ada@example.com", legacy.Email)
@@ -237,14 +241,22 @@ func TestSubscribers(t *testing.T) {
 
 	page := decode[[]subscriberJSON](t, h.ok("subscribers", "ls", "--list", ls, "--json"))
 	require.Len(t, page, 1)
+	require.Equal(t, "crm-17", deref(page[0].ExternalID))
+	page = decode[[]subscriberJSON](t, h.ok("subscribers", "ls", "--list", ls, "--status", "active", "--json"))
+	require.Len(t, page, 1)
+	require.Equal(t, sink.StatusActive, page[0].Status)
+	require.Regexp(t, `crm-17 +active`, h.ok("subscribers", "ls", "--list", ls, "--status", "active"))
 
-	h.ok("subscribers", "unsubscribe", id)
+	h.ok("subscribers", "unsubscribe", "Ada@Example.com")
+	r := h.run("", "subscribers", "unsubscribe", "nobody@example.com")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "no subscriber has this e-mail")
 	stored, _ = h.srv.SubscriberByEmail("ada@example.com")
 	require.Equal(t, sink.StatusUnsubscribed, stored.Lists[list].Status)
 	changes := h.ok("subscribers", "changes", "--json")
 	require.Contains(t, changes, `"status": "unsubscribed"`)
 
-	r := h.run("", "subscribers", "delete", id)
+	r = h.run("", "subscribers", "delete", id)
 	require.Equal(t, ExitUsage, r.code)
 	h.ok("subscribers", "delete", id, "--yes", "--legacy")
 	_, found = h.srv.SubscriberByEmail("ada@example.com")

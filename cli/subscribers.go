@@ -18,7 +18,7 @@ func (a *app) subscribersCommand() *cobra.Command {
   subsync subscribers show ada@example.com --json
   subsync subscribers show 1042 --legacy
   subsync subscribers upsert --list 12 --email ada@example.com --firstname Ada
-  subsync subscribers unsubscribe 1042
+  subsync subscribers unsubscribe ada@example.com
   subsync subscribers delete 1042 --yes`)
 	cmd.Aliases = []string{"subscriber"}
 	cmd.AddCommand(a.subscribersShow(), a.subscribersLs(), a.subscribersUpsert(), a.subscribersUnsubscribe(),
@@ -31,7 +31,10 @@ func (a *app) subscribersShow() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show ID|EMAIL",
 		Short: "Show a subscriber by id or e-mail",
-		Long: `Show a subscriber by id, or by e-mail (through /subscribers/by_email).
+		Long: `Show a subscriber by id, or by e-mail (through /subscribers/by_email), with every field
+the service returns, external_id included. The service's answer carries no status (its
+show response has none); where it does, it is shown. 'subsync subscribers ls --list ID
+--status unsubscribed' lists a list's subscribers of one status.
 --legacy shows the legacy (v3) representation (api.legacy_base_url), by id only.`,
 		Example: `  subsync subscribers show 1042
   subsync subscribers show ada@example.com
@@ -92,6 +95,10 @@ func (a *app) subscribersLs() *cobra.Command {
 		Use:     "ls --list ID",
 		Aliases: []string{"list"},
 		Short:   "List one page of a list's subscribers",
+		Long: `List one page of a list's subscribers (GET /subscribers/by_list), with their external_id
+and status. The service's rows need not carry a status: with --status every row listed has
+that status (the service filtered by it); without, a row's status is shown where the
+service returns one and "-" elsewhere.`,
 		Example: `  subsync subscribers ls --list 12
   subsync subscribers ls --list 12 --status unsubscribed --page 2 --per-page 1000 --json`,
 		Args: cobra.NoArgs,
@@ -121,6 +128,11 @@ func (a *app) subscribersLs() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("list subscribers of list %d: %w", list, err)
 			}
+			for i := range recs {
+				if recs[i].Status == "" {
+					recs[i].Status = status // the service answered only subscribers of this status
+				}
+			}
 			if asJSON {
 				out := make([]subscriberJSON, len(recs))
 				for i, r := range recs {
@@ -128,9 +140,9 @@ func (a *app) subscribersLs() *cobra.Command {
 				}
 				return a.printJSON(out)
 			}
-			t := a.table("ID", "E-MAIL", "FIRST NAME", "LAST NAME", "STATUS", "UPDATED")
+			t := a.table("ID", "E-MAIL", "FIRST NAME", "LAST NAME", "EXTERNAL ID", "STATUS", "UPDATED")
 			for _, r := range recs {
-				t.row(r.ID, r.Email, r.Firstname, r.Lastname, r.Status, r.DateUpdated)
+				t.row(r.ID, r.Email, r.Firstname, r.Lastname, r.ExternalID, r.Status, r.DateUpdated)
 			}
 			return t.flush()
 		}),
@@ -217,20 +229,38 @@ new subscriber active and leaves an existing one's status as it is.`,
 
 func (a *app) subscribersUnsubscribe() *cobra.Command {
 	return &cobra.Command{
-		Use:     "unsubscribe ID",
-		Short:   "Unsubscribe a subscriber",
-		Example: `  subsync subscribers unsubscribe 1042`,
-		Args:    cobra.ExactArgs(1),
+		Use:   "unsubscribe ID|EMAIL",
+		Short: "Unsubscribe a subscriber, by id or e-mail",
+		Long: `Unsubscribe a subscriber from every list, by id, or by e-mail (found through
+/subscribers/by_email).`,
+		Example: `  subsync subscribers unsubscribe 1042
+  subsync subscribers unsubscribe ada@example.com`,
+		Args: cobra.ExactArgs(1),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
-			id, err := parseID("subscriber id", args[0])
-			if err != nil {
-				return err
+			byEmail := strings.Contains(args[0], "@")
+			var id int64
+			if !byEmail {
+				var err error
+				if id, err = parseID("subscriber id", args[0]); err != nil {
+					return err
+				}
 			}
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			if err := c.Unsubscribe(cmd.Context(), id); err != nil {
+			ctx := cmd.Context()
+			if byEmail {
+				r, found, err := c.SubscriberByEmail(ctx, args[0])
+				if err != nil {
+					return fmt.Errorf("find subscriber %s: %w", args[0], err)
+				}
+				if !found {
+					return fmt.Errorf("find subscriber %s: no subscriber has this e-mail", args[0])
+				}
+				id = r.ID
+			}
+			if err := c.Unsubscribe(ctx, id); err != nil {
 				return fmt.Errorf("unsubscribe subscriber %d: %w", id, err)
 			}
 			a.log.Info("subscriber unsubscribed", slog.Int64("subscriber_id", id))
@@ -366,6 +396,7 @@ type subscriberJSON struct {
 	Company     string             `json:"company"`
 	Birthday    *string            `json:"birthday"`
 	Gender      string             `json:"gender"`
+	ExternalID  *string            `json:"external_id"`
 	Status      string             `json:"status,omitempty"`
 	DateCreated string             `json:"date_created"`
 	DateUpdated string             `json:"date_updated"`
@@ -377,8 +408,12 @@ func toSubscriberJSON(r sink.SubscriberRecord) subscriberJSON {
 	if fields == nil {
 		fields = map[string]*string{}
 	}
+	var ext *string
+	if r.ExternalID != "" {
+		ext = &r.ExternalID
+	}
 	return subscriberJSON{r.ID, r.Email, r.Firstname, r.Lastname, r.Address, r.Zip, r.City, r.Phone, r.Company,
-		r.Birthday, r.Gender, r.Status, r.DateCreated, r.DateUpdated, fields}
+		r.Birthday, r.Gender, ext, r.Status, r.DateCreated, r.DateUpdated, fields}
 }
 
 func deref(s *string) string {
@@ -395,11 +430,13 @@ func (a *app) showSubscriber(r sink.SubscriberRecord, asJSON bool) error {
 	pairs := []any{
 		"id", r.ID, "email", r.Email, "firstname", r.Firstname, "lastname", r.Lastname,
 		"address", r.Address, "zip", r.Zip, "city", r.City, "phone", deref(r.Phone),
-		"company", r.Company, "birthday", deref(r.Birthday), "gender", r.Gender,
+		"company", r.Company, "birthday", deref(r.Birthday), "gender", r.Gender, "external_id", r.ExternalID,
 	}
-	if r.Status != "" {
-		pairs = append(pairs, "status", r.Status)
+	status := r.Status
+	if status == "" {
+		status = "(not in the service's answer)"
 	}
+	pairs = append(pairs, "status", status)
 	for _, k := range slices.Sorted(maps.Keys(r.Fields)) {
 		pairs = append(pairs, k, deref(r.Fields[k]))
 	}
