@@ -36,12 +36,12 @@ type sqlDialect struct {
 	dollarQuotes     bool // Postgres: $tag$…$tag$
 	escapeStrings    bool // Postgres: E'…' has \ escapes
 	brackets         bool // SQLite: [identifier]
-	refuseBangHints  bool // MySQL: /*! … */ is executed, not a comment
+	execComments     bool // MySQL, MariaDB: /*! … */ and /*M! … */ are code, not comments
 }
 
 func sqlDialectsOf(driver string) []sqlDialect {
 	pg := sqlDialect{nestedComments: true, dollarQuotes: true, escapeStrings: true}
-	my := sqlDialect{backslashStrings: true, doubleIsString: true, hashComments: true, dashNeedsSpace: true, refuseBangHints: true}
+	my := sqlDialect{backslashStrings: true, doubleIsString: true, hashComments: true, dashNeedsSpace: true, execComments: true}
 	lite := sqlDialect{brackets: true}
 	switch {
 	case isPostgres(driver):
@@ -83,11 +83,16 @@ func (e *refusedError) Is(target error) bool {
 func (d sqlDialect) check(q string) error {
 	var words []string // the query's bare words, lower case, in order
 	ended := false     // a semicolon ended the statement
+	inExec := false    // within an executable comment (execComment)
 	for i := 0; i < len(q); {
 		c := q[i]
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			i++
+			continue
+		case inExec && c == '*' && i+1 < len(q) && q[i+1] == '/':
+			inExec = false // the executable comment's end; what it held was read as code
+			i += 2
 			continue
 		case c == '-' && i+1 < len(q) && q[i+1] == '-' && (!d.dashNeedsSpace || i+2 >= len(q) || q[i+2] <= ' '),
 			c == '#' && d.hashComments:
@@ -96,8 +101,13 @@ func (d sqlDialect) check(q string) error {
 			}
 			continue
 		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			if d.refuseBangHints && i+2 < len(q) && q[i+2] == '!' {
-				return errors.New("a /*! … */ comment is executed by MySQL")
+			if n := d.execComment(q[i:]); n > 0 {
+				if inExec {
+					return errors.New("a /*! comment holds another")
+				}
+				inExec = true
+				i += n
+				continue
 			}
 			end, err := d.blockComment(q, i)
 			if err != nil {
@@ -170,6 +180,9 @@ func (d sqlDialect) check(q string) error {
 			i++
 		}
 	}
+	if inExec {
+		return errors.New("a /*! comment is not closed")
+	}
 	if len(words) == 0 {
 		return errors.New("it is empty")
 	}
@@ -183,6 +196,28 @@ func (d sqlDialect) check(q string) error {
 		return fmt.Errorf("it starts with %s, not SELECT or WITH", strings.ToUpper(words[0]))
 	}
 	return nil
+}
+
+// execComment returns the length of the opening of an executable comment at the start of s,
+// or 0: MySQL runs what /*! … */ and /*!50100 … */ hold, MariaDB also /*M! … */ and
+// /*M!100100 … */ (an older server skips a version above its own; the check reads the text as
+// code whatever the version). MariaDB reads /*m! as a comment; it counts as code here too.
+func (d sqlDialect) execComment(s string) int {
+	if !d.execComments || !strings.HasPrefix(s, "/*") {
+		return 0
+	}
+	n := 2
+	if n+1 < len(s) && (s[n] == 'M' || s[n] == 'm') && s[n+1] == '!' {
+		n++
+	}
+	if n >= len(s) || s[n] != '!' {
+		return 0
+	}
+	n++
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++ // the version: read as a number, it would be a value, not a word
+	}
+	return n
 }
 
 // blockComment returns the end of the /* comment at q[i:].

@@ -29,7 +29,22 @@ func TestCheckReadQuery(t *testing.T) {
 		{"mysql", "DROP TABLE src", "starts with DROP"},
 		{"mysql", "TRUNCATE src", "starts with TRUNCATE"},
 		{"mysql", "SELECT 1; DROP TABLE src", "more than one statement"},
-		{"mysql", "SELECT 1 /*! ; DROP TABLE src */", "executed by MySQL"},
+		{"mysql", "SELECT 1 /*! ; DROP TABLE src */", "more than one statement"},
+		// Every executable-comment form is code to MySQL or MariaDB, whatever its version.
+		{"mysql", "SELECT 1 /*M! ; DROP TABLE src */", "more than one statement"},
+		{"mysql", "/*M!100100 TRUNCATE src */", "starts with TRUNCATE"},
+		{"mysql", "/*M! CREATE TABLE copy AS */ SELECT email FROM src", "starts with CREATE"},
+		{"mysql", "/*!50100 DROP TABLE src */ ;", "starts with DROP"},
+		{"mysql", "SELECT email /*!99999 INTO OUTFILE '/tmp/x' */ FROM src", "uses INTO"},
+		{"mysql", "SELECT email /*m!INTO @x */ FROM src", "uses INTO"},
+		{"mysql", "SELECT 1 /*!+1 /* ; DROP TABLE src */ +2 */", ""}, // a comment inside one
+		{"mysql", "SELECT 1 /*!+1 '*/ ; DROP TABLE src' */", ""},     // a string inside one
+		{"mysql", "SELECT /*!40001 SQL_NO_CACHE */ email FROM src", ""},
+		{"mysql", "SELECT 1 /*M!+1", "not closed"},
+		{"mysql", "SELECT 1 /*M! /*!40001 +41 */ +1 */", "holds another"},
+		{"mysql", "SELECT 1 */", ""}, // a stray */ outside one is the operators * and /
+		{"oracle", "SELECT 1 /*M!100100 ; DROP TABLE src */", "more than one statement"},
+		{"pgx", "SELECT 1 /*M! ; DROP TABLE src */", ""},    // Postgres: a comment
 		{"mysql", "SELECT 'a\\'; DROP TABLE src; -- '", ""}, // one string, as MySQL reads it
 		{"mysql", "SELECT 'it\\'s'; DROP TABLE src", "more than one statement"},
 		{"mysql", "SELECT 1--1; DROP TABLE src", "more than one statement"},
@@ -69,13 +84,23 @@ func TestSQLSourceOnlyRead(t *testing.T) {
 			db, dsn := b.db(t)
 			b.exec(t, db, "CREATE TABLE src (email VARCHAR(100))")
 			b.exec(t, db, "INSERT INTO src VALUES ('a@x.no')")
-			for _, q := range []string{"DROP TABLE src", "TRUNCATE src", "TRUNCATE TABLE src", "SELECT 1; DROP TABLE src",
-				"DELETE FROM src", "SELECT email FROM src; DELETE FROM src", "ATTACH DATABASE 'x.db' AS x", "PRAGMA query_only = OFF"} {
+			refused := []string{"DROP TABLE src", "TRUNCATE src", "TRUNCATE TABLE src", "SELECT 1; DROP TABLE src",
+				"DELETE FROM src", "SELECT email FROM src; DELETE FROM src", "ATTACH DATABASE 'x.db' AS x", "PRAGMA query_only = OFF"}
+			if b.driver == "mysql" {
+				// MariaDB runs what /*M! … */ and /*!NNNNN … */ hold: each is code, not a comment.
+				refused = append(refused, "/*M!100100 TRUNCATE src */", "/*M! TRUNCATE src */;", "/*!50100 DROP TABLE src */",
+					"/*M! CREATE TABLE copy AS */ SELECT email FROM src", "/*M!100100 CREATE TABLE copy AS */ SELECT email FROM src")
+			}
+			for _, q := range refused {
 				_, err := sources.OpenSQL(context.Background(), sources.SQLOptions{Driver: b.driver, DSN: dsn, Query: q})
 				var n int
 				require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM src").Scan(&n), q)
 				require.Equal(t, 1, n, q)
 				require.ErrorIs(t, err, sources.ErrQueryRefused, q)
+				if b.driver == "mysql" {
+					require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'copy'").Scan(&n))
+					require.Zero(t, n, "%s made a table", q)
+				}
 				require.ErrorIs(t, err, sources.ErrQueryNeverSucceeds, q)
 			}
 			for _, q := range []string{"SELEKT email FROM src", "SELECT email FROM missing_table", "SELECT nope FROM src"} {
