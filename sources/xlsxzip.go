@@ -71,6 +71,9 @@ func newProxyArchive(ctx context.Context, zr *zip.Reader) (*proxyArchive, error)
 	var buf bytes.Buffer
 	w := zip.NewWriter(&buf)
 	for _, f := range zr.File {
+		if strings.HasSuffix(f.Name, "/") {
+			continue // a folder (ExcelJS lists them): nothing to read, and no data to stand in for
+		}
 		if isWorksheetPart(f.Name) {
 			continue // streamed by the reader itself (xlsxsheet.go)
 		}
@@ -170,8 +173,10 @@ type errReadCloser struct{ err error }
 func (e errReadCloser) Read([]byte) (int, error) { return 0, e.err }
 func (e errReadCloser) Close() error             { return nil }
 
-// isWorksheetPart reports whether name is a worksheet's XML (not its relationships).
+// isWorksheetPart reports whether name is a worksheet's XML (not its relationships, nor the
+// folder's own entry).
 func isWorksheetPart(name string) bool {
 	name = strings.ToLower(name)
-	return strings.HasPrefix(name, "xl/worksheets/") && !strings.Contains(name[len("xl/worksheets/"):], "/")
+	rest, ok := strings.CutPrefix(name, "xl/worksheets/")
+	return ok && rest != "" && !strings.Contains(rest, "/")
 }
