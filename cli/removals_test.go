@@ -36,7 +36,7 @@ source = { path = %q }
 
 	write("ada@example.com;Ada\n")
 	plan := h.ok("sync", "members", "--dry-run")
-	require.Contains(t, plan, "removals stopped: 2 people who left the source would be unsubscribed")
+	require.Contains(t, plan, "removals stopped: 2 people would be unsubscribed (2 who left the source")
 	r := h.run("", "sync", "members", "--wait")
 	require.Equal(t, ExitFailure, r.code, r.stdout)
 	require.Contains(t, r.stdout+r.stderr, "removals stopped: 2 people")

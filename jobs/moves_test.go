@@ -36,7 +36,7 @@ func keyedContacts(t *testing.T, path string, n int, email func(i int) string, e
 }
 
 // TestKeyedAddressChange is issue 17's second test: the e-mail of 100 keyed contacts changes,
-// 10 of whom had unsubscribed. The next sync sends the 90 new addresses active and the 10
+// 10 of whom had unsubscribed. The next sync (which removes people) sends the 90 new addresses active and the 10
 // unsubscribed, unsubscribes the 100 old addresses, and activates nobody. A key on two rows
 // with different addresses, or an address on two rows with different keys, is a reject.
 func TestKeyedAddressChange(t *testing.T) {
@@ -50,6 +50,7 @@ func TestKeyedAddressChange(t *testing.T) {
 		old := func(i int) string { return fmt.Sprintf("person%d@example.com", i) }
 		keyedContacts(t, path, n, old)
 		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path},
+			Removed: jobs.RemovedUnsubscribe,
 			Mapping: &mapping.Spec{Columns: map[string]mapping.Column{
 				"Kundenr": {To: "external_id"}, "E-post": {To: "email"}, "Fornavn": {To: "firstname"}}}}}
 		rt := b.open(t)
@@ -147,5 +148,69 @@ func TestKeyedAddressChange(t *testing.T) {
 		rows, requests := bulkRows(b.emu)
 		require.Zero(t, rows+requests)
 		require.Equal(t, after, snapshot(b.emu))
+	})
+}
+
+// TestMovesUnderTheGuard: every key of 1000 comes with a new address. The old addresses are
+// removals like any other: with removed = "keep" nobody is unsubscribed (the old addresses stay
+// as they are), and with removed = "unsubscribe" the guard (max_removals = "10%") stops the run
+// before anyone is, until --allow-removals.
+func TestMovesUnderTheGuard(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		for _, removed := range []string{jobs.RemovedKeep, jobs.RemovedUnsubscribe} {
+			t.Run(removed, func(t *testing.T) {
+				ctx := context.Background()
+				const n = 1000
+				b := setup(t, backend)
+				path := filepath.Join(t.TempDir(), "crm.csv")
+				old := func(i int) string { return fmt.Sprintf("person%d@example.com", i) }
+				moved := func(i int) string { return fmt.Sprintf("new%d@example.com", i) }
+				keyedContacts(t, path, n, old)
+				b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path},
+					Removed: removed, MaxRemovals: "10%",
+					Mapping: &mapping.Spec{Columns: map[string]mapping.Column{
+						"Kundenr": {To: "external_id"}, "E-post": {To: "email"}, "Fornavn": {To: "firstname"}}}}}
+				rt := b.open(t)
+				first, err := syncAfterQueueEmpties(t, rt, jobs.SyncArgs{Name: "crm"})
+				require.NoError(t, err)
+				require.Equal(t, int64(n), first.Counts.Sent)
+
+				keyedContacts(t, path, n, moved)
+				plan, err := rt.PlanSync(ctx, "crm", false, nil)
+				require.NoError(t, err)
+				require.Zero(t, plan.Counts.Removed, "the dry run unsubscribes nobody")
+				second, err := syncAfterQueueEmpties(t, rt, jobs.SyncArgs{Name: "crm"})
+				if removed == jobs.RemovedKeep {
+					require.NoError(t, err)
+					require.Empty(t, plan.RemovalsStopped)
+				} else {
+					require.ErrorIs(t, err, jobs.ErrRunFailed)
+					require.Contains(t, plan.RemovalsStopped, "removals stopped: 1000 people would be unsubscribed")
+					require.Contains(t, second.Error, "removals stopped: 1000 people would be unsubscribed (0 who left the source, "+
+						"1000 old addresses of changed keys), more than max_removals = \"10%\" allows (100 of the sync's 1000 members)")
+				}
+				require.Equal(t, int64(n), second.Counts.Sent, "the new addresses are sent")
+				require.Zero(t, second.Counts.Removed)
+				require.Zero(t, unsubscribedRows(b.emu), "nobody unsubscribed")
+				for i := 1; i <= n; i++ {
+					s, ok := b.emu.SubscriberByEmail(old(i))
+					require.True(t, ok)
+					require.Equal(t, "active", s.Lists[b.listID].Status, old(i))
+				}
+				if removed == jobs.RemovedKeep {
+					return
+				}
+				allowed, err := syncAfterQueueEmpties(t, rt, jobs.SyncArgs{Name: "crm", AllowRemovals: true})
+				require.NoError(t, err)
+				require.Equal(t, int64(n), allowed.Counts.Removed, "--allow-removals lets the moves through")
+				for i := 1; i <= n; i++ {
+					s, ok := b.emu.SubscriberByEmail(old(i))
+					require.True(t, ok)
+					require.Equal(t, "unsubscribed", s.Lists[b.listID].Status, old(i))
+				}
+			})
+		}
 	})
 }

@@ -157,18 +157,18 @@ func (rt *Runtime) planRemovalRows(ctx context.Context, p *pipeline.Engine, s st
 		return err
 	}
 	pl.RemovalsStopped = rp.why
-	absent := rp.Absent
+	moved, absent := rp.Moved, rp.Absent
 	if rp.stopped != nil {
-		pl.RemovalsStopped, absent = rp.stopped.Error(), nil
+		pl.RemovalsStopped, moved, absent = rp.stopped.Error(), nil, nil
 	}
-	pl.Counts.Removed = int64(len(rp.Moved) + len(absent))
+	pl.Counts.Removed = int64(len(moved) + len(absent))
 	if row == nil {
 		return nil
 	}
 	for _, list := range []struct {
 		emails []string
 		reason string
-	}{{rp.Moved, "the key came with a new address: the old one is unsubscribed"},
+	}{{moved, "the key came with a new address: the old one is unsubscribed"},
 		{absent, "not in the source any more: unsubscribed (from every list, one status per subscriber)"}} {
 		for _, e := range list.emails {
 			if err := row(PlanRow{Email: e, Action: PlanRemove, Status: state.StatusUnsubscribed, Reason: list.reason}); err != nil {

@@ -148,7 +148,7 @@ func TestRemovals(t *testing.T) {
 		stopped, err := syncNow(jobs.SyncArgs{Name: "crm"})
 		require.ErrorIs(t, err, jobs.ErrRunFailed)
 		require.Equal(t, state.RunFailed, stopped.State)
-		require.Contains(t, stopped.Error, fmt.Sprintf("removals stopped: %d people who left the source would be unsubscribed", wouldGo))
+		require.Contains(t, stopped.Error, fmt.Sprintf("removals stopped: %d people would be unsubscribed (%d who left the source, 0 old addresses", wouldGo, wouldGo))
 		require.Contains(t, stopped.Error, "(970 of the sync's 9700 members)")
 		require.Contains(t, stopped.Error, "--allow-removals")
 		require.Zero(t, stopped.Counts.Removed)
