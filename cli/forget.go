@@ -34,7 +34,7 @@ address.
 
 The addresses never go into the job queue: they wait in the database until the erasure job
 has erased them. One erasure job runs at a time in a fleet; the command queues it (or joins
-the one queued or running), follows it to its end and works it itself when no worker does.
+the one queued or running), follows it to its end, and works it itself only when no worker (subsync run) is running.
 The job first waits for the imports and syncs that were running when it began to end.
 
 --file reads addresses from a file, one per line (blank lines and lines starting with # are

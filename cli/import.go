@@ -44,8 +44,9 @@ status they have (bulkinsert's status=unsubscribed or status=bounce).
 
 On Postgres the file is copied into the database, so that a worker on another machine can
 read it, unless --shared-path says every worker reads FILE at the same path. With --wait
-the command follows the run to its end with progress, and works it itself when no worker
-takes it; it exits 1 when the run fails. 'subsync runs ID --rejects rejects.csv' exports
+the command follows the run to its end with progress; a worker that is running (subsync
+run, on any machine of the database) works it, and the command works it itself only when
+none is; it exits 1 when the run fails. 'subsync runs ID --rejects rejects.csv' exports
 the rows that were not sent, with the reason.
 
 With --dry-run nothing is queued or sent: the file (or source) is read, mapped and checked
@@ -151,7 +152,7 @@ command then, naming api.base_url and the cause; Ctrl-C while waiting cancels th
 	f.BoolVar(&shared, "shared-path", false, "every worker reads FILE at this path: do not copy it into the database")
 	f.StringVar(&suppression, "suppression", jobs.SuppressionSkip, "rows of people who unsubscribed or bounced: skip, or update-keep-status (sent with their suppressed status)")
 	f.StringVar(&tag, "tag", "", "tags of rows that carry tags: replace (default) or merge")
-	f.BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
+	f.BoolVar(&wait, "wait", false, "follow the run to its end (and work it here when no worker is running)")
 	dry.add(cmd)
 	jsonFlag(cmd, &asJSON)
 	return cmd

@@ -67,7 +67,7 @@ already known.`,
 			return a.enqueueAndFollow(cmd.Context(), "reconciliation", (*jobs.Runtime).EnqueueReconcile, wait, asJSON)
 		}),
 	}
-	rec.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
+	rec.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it here when no worker is running)")
 	jsonFlag(rec, &asJSON)
 	return rec
 }
@@ -92,7 +92,7 @@ and records nothing.`,
 			return a.enqueueAndFollow(cmd.Context(), "status pull", (*jobs.Runtime).EnqueueStatusPull, wait, asJSON)
 		}),
 	}
-	pull.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
+	pull.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it here when no worker is running)")
 	jsonFlag(pull, &asJSON)
 	return pull
 }

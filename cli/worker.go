@@ -132,8 +132,9 @@ fingerprints say; the run's message says how many of each. A sync also does this
 (and warns) when the list holds fewer than half the active subscribers subsync sent to it,
 and on the sync's verify_every schedule.
 
-With --wait the command follows the run to its end, showing progress, and works the job
-itself when no worker takes it; it exits 1 when the run fails.
+With --wait the command follows the run to its end, showing progress; a worker that is
+running (subsync run, on any machine of the database) works it, and the command works it
+itself only when none is; it exits 1 when the run fails.
 
 With --dry-run nothing is queued or sent: the source is read, mapped and filtered here and
 now, exactly as the run would, and the command prints how many rows would be sent (per
@@ -196,7 +197,7 @@ the run then fails before unsubscribing anyone and says how many would have gone
 	cmd.Flags().BoolVar(&full, "full", false, "send every row, ignoring what was pushed before")
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "let this run unsubscribe more people who left the source than max_removals allows")
 	cmd.Flags().BoolVar(&verify, "verify", false, "send the rows the service's list lacks or holds with other values")
-	cmd.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it when no worker does)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the run to its end (and work it here when no worker is running)")
 	dry.add(cmd)
 	jsonFlag(cmd, &asJSON)
 	return cmd

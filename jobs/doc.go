@@ -55,7 +55,8 @@
 //   - CancelJob cancels a queued job at once, and a running one within a lease heartbeat
 //     (LeaseTTL/3) on either database: rows already acknowledged stay sent and counted.
 //     The sweeper also closes runs left claimed by a dead worker whose job then ended.
-//   - Wait follows a job's run and, when no worker runs in this process, works it in-process.
+//   - Wait follows a job's run and, when no worker (Run) of the database is alive by its
+//     heartbeat, works it in-process.
 //
 // `go run ./cmd/e2ebench` measures an import of a million generated contacts (CSV and XLSX)
 // against the emulator's raw limit, and the worker's peak memory; `-mode delta` measures a

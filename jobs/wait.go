@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/riverqueue/river/rivertype"
@@ -34,26 +35,28 @@ type Progress struct {
 // and as soon as a run worked by this process ends, and returns the run. A run that failed
 // or was cancelled is returned with an error wrapping ErrRunFailed or ErrRunCancelled.
 //
-// Unless Run is working jobs in this process, Wait works them itself: it starts a River
-// client on the same database (without the schedules) and stops it once the awaited run
-// ended. If a worker elsewhere takes the job first, Wait simply follows the run's state.
-// Other jobs this client picked up meanwhile are interrupted and resume later.
+// Wait never takes a job from a live worker: while a long-lived worker of the database (Run,
+// here or in another process) has a current heartbeat, Wait leaves the job to it and only
+// follows the run's state. When none is alive, at the start or later (it stopped), Wait works
+// jobs itself: it starts a River client on the same database (without the schedules) and
+// stops it once the awaited run ended. Other jobs this client picked up meanwhile are
+// interrupted and resume later.
 func (rt *Runtime) Wait(ctx context.Context, jobID int64, progress func(Progress)) (run state.Run, err error) {
-	rt.mu.Lock()
-	working := rt.working
-	rt.mu.Unlock()
-	if !working && rt.sinkErr == nil {
-		if stop, serr := rt.startWorking(ctx, false); serr == nil {
-			defer func() {
-				if stopErr := stop(); stopErr != nil && err == nil {
-					err = stopErr
-				}
-			}()
+	var stop func() error
+	defer func() {
+		if stop != nil {
+			if stopErr := stop(); stopErr != nil && err == nil {
+				err = stopErr
+			}
 		}
-	}
+	}()
+	var following string // the live worker the job is left to
 	t := time.NewTicker(rt.cfg.PollInterval)
 	defer t.Stop()
 	for {
+		if stop == nil {
+			stop, following = rt.workUnlessWorked(ctx, jobID, following)
+		}
 		ended := rt.runEnded() // before reading the run: an end recorded after the read wakes this
 		run, err := rt.store.RunByJob(ctx, jobID)
 		switch {
@@ -130,4 +133,33 @@ func (rt *Runtime) awaitJobSettled(ctx context.Context, jobID int64) error {
 		}
 		wait = min(2*wait, rt.cfg.PollInterval)
 	}
+}
+
+// workUnlessWorked starts working jobs in this process when neither this process nor a live
+// worker of the database does, returning the function that stops it; otherwise it returns nil
+// and the live worker the job is left to (following is the one it was left to before).
+func (rt *Runtime) workUnlessWorked(ctx context.Context, jobID int64, following string) (func() error, string) {
+	rt.mu.Lock()
+	working := rt.working
+	rt.mu.Unlock()
+	if working || rt.sinkErr != nil {
+		return nil, following
+	}
+	w, live, err := rt.liveWorker(ctx)
+	if err != nil {
+		return nil, following // cannot tell now: look again at the next poll
+	}
+	if live {
+		if w.ID != following {
+			rt.log.InfoContext(ctx, "a worker is running: leaving the job to it", slog.Int64("job_id", jobID),
+				slog.String("worker", w.ID))
+		}
+		return nil, w.ID
+	}
+	stop, err := rt.startWorking(ctx, false)
+	if err != nil {
+		return nil, following
+	}
+	rt.log.InfoContext(ctx, "no worker is running: working the job in this process", slog.Int64("job_id", jobID))
+	return stop, ""
 }
