@@ -94,7 +94,7 @@ func (rt *Runtime) planRemovals(ctx context.Context, p *pipeline.Engine, s strea
 		rp.why = "an incremental read (from the watermark) does not tell who left the source: nobody was removed"
 		absent = false
 	case !p.Complete():
-		rp.why = "the run resumed and could not read again every row before its checkpoint: nobody was removed"
+		rp.why = p.Incomplete() + ": nobody was removed"
 		absent = false
 	}
 	var err error

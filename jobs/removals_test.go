@@ -132,13 +132,15 @@ func TestRemovals(t *testing.T) {
 		rows, requests := bulkRows(b.emu)
 		require.Zero(t, rows+requests)
 
-		// The file is cut in half (mid-line): the guard (10% of the members) stops the run
-		// before anyone is removed, and says how many would have gone.
+		// The file loses its second half (at a line end: a file cut in a line is not read
+		// whole, see TestRemovalsAfterACutFile): the guard (10% of the members) stops the
+		// run before anyone is removed, and says how many would have gone.
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(path, data[:len(data)/2], 0o600))
+		half := bytes.LastIndexByte(data[:len(data)/2], '\n') + 1
+		require.NoError(t, os.WriteFile(path, data[:half], 0o600))
 		kept := 0
-		for _, line := range strings.Split(string(data[:len(data)/2]), "\n")[1:] {
+		for _, line := range strings.Split(string(data[:half]), "\n")[1:] {
 			if strings.Count(line, ",") == 2 {
 				kept++
 			}
@@ -232,5 +234,44 @@ UPDATE contacts SET firstname = 'Kari', updated = 2 WHERE email = 'person3@examp
 			require.True(t, ok)
 			require.Equal(t, "unsubscribed", s.Lists[b.listID].Status)
 		}
+	})
+}
+
+// TestRemovalsAfterACutFile: a file cut short while it was copied (at 95%, in the middle of a
+// line) ends in a line that cannot be read. Such a read is not complete: the sync removes
+// nobody, though the people past the cut are fewer than the guard allows, and says why.
+func TestRemovalsAfterACutFile(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		const n = 1000
+		b := setup(t, backend)
+		path := contacts(t, t.TempDir(), n, nil)
+		b.cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: b.listID, Source: sources.Config{Path: path},
+			Removed: jobs.RemovedUnsubscribe, MaxRemovals: "10%"}}
+		rt := b.open(t)
+		first, err := syncAfterQueueEmpties(t, rt, jobs.SyncArgs{Name: "crm"})
+		require.NoError(t, err)
+		require.Equal(t, int64(n), first.Counts.Sent)
+
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		cut := bytes.LastIndexByte(data[:len(data)*95/100], '\n') + 1 + len("person9") // in a line's e-mail
+		require.NoError(t, os.WriteFile(path, data[:cut], 0o600))
+		before := snapshot(b.emu)
+
+		plan, err := rt.PlanSync(ctx, "crm", false, nil)
+		require.NoError(t, err)
+		require.Zero(t, plan.Counts.Removed)
+		require.Contains(t, plan.RemovalsStopped, "the source ends in a line that could not be read")
+		run, err := syncAfterQueueEmpties(t, rt, jobs.SyncArgs{Name: "crm"})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), run.Counts.Rejected, "the broken line")
+		require.Zero(t, run.Counts.Removed)
+		require.Contains(t, run.Error, "the source ends in a line that could not be read")
+		require.Contains(t, run.Error, "nobody was removed")
+		require.Zero(t, unsubscribedRows(b.emu))
+		require.Equal(t, before, snapshot(b.emu), "nobody removed")
 	})
 }

@@ -81,6 +81,7 @@ type CSVReader struct {
 	rows   atomic.Int64
 	err    error
 	closed bool
+	broken int // the line of the last record read, when it was a row error
 
 	buf       []byte
 	ends      []int
@@ -383,6 +384,7 @@ func (r *CSVReader) NextLines(ctx context.Context, recs []Record, lines []string
 		}
 		if whole, ok := r.wholeLine(l); ok {
 			recs[n], lines[n] = Record{Ordinal: r.rows.Add(1), Line: l.no}, whole
+			r.broken = 0
 			n++
 			continue
 		}
@@ -433,6 +435,7 @@ func (r *CSVReader) next(ctx context.Context, whole bool) (Record, string, error
 			r.err = fmt.Errorf("read %s line %d: %w", r.path, r.lines.no, err)
 			return Record{}, "", r.err
 		}
+		r.broken = 0
 		if line != "" {
 			return Record{Ordinal: r.rows.Add(1), Line: start}, line, nil
 		}
@@ -444,10 +447,20 @@ func (r *CSVReader) next(ctx context.Context, whole bool) (Record, string, error
 			rowErr = r.check(&rec)
 		}
 		if rowErr != nil {
+			r.broken = start
 			return rec, "", rowErr
 		}
 		return rec, "", nil
 	}
+}
+
+// Truncated returns, at the end, the line of a last record that could not be read and has no
+// line end (the file was cut short), or 0: see [Truncated].
+func (r *CSVReader) Truncated() int {
+	if r.err != io.EOF || !r.lines.noEnd {
+		return 0
+	}
+	return r.broken
 }
 
 // wholeLine returns the text of l when it is a record NextLine hands out whole: a line not

@@ -420,3 +420,45 @@ func TestCSVProgressAndCancel(t *testing.T) {
 	_, err = sources.OpenCSV(ctx, path, sources.CSVOptions{})
 	require.ErrorIs(t, err, context.Canceled, "open honours ctx too")
 }
+
+// TestCSVCutShort: a file whose last line has no line end and cannot be read (a file cut
+// short) says so at the end, read by Next or by NextLines; a last line without a line end
+// that reads well, or a broken line followed by a line end, does not.
+func TestCSVCutShort(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, data string
+		want       int // the line Truncated reports
+	}{
+		{"cut in a field", "email,name\na@x.no,Ola\nb@x.no,Kari\nc@x.n", 4},
+		{"cut in a quoted field", "email,name\na@x.no,Ola\nb@x.no,\"Kari\nNord", 4},
+		{"a broken row, then blank space", "email,name\na@x.no\n  ", 0},
+		{"ends without a line end", "email,name\na@x.no,Ola\nb@x.no,Kari", 0},
+		{"a broken row with a line end", "email,name\na@x.no,Ola\nb@x.no\n", 0},
+		{"a broken row in the middle", "email,name\na@x.no\nb@x.no,Kari", 0},
+		{"only a header", "email,name", 0},
+	}
+	for _, tt := range tests {
+		for _, lines := range []bool{false, true} {
+			path := writeFile(t, "cut.csv", []byte(tt.data))
+			r := openCSV(t, path, sources.CSVOptions{})
+			require.Zero(t, r.Truncated(), "%s: before the end", tt.name)
+			if lines {
+				recs, ls := make([]sources.Record, 4), make([]string, 4)
+				for {
+					_, err := r.NextLines(context.Background(), recs, ls)
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					var rowErr *sources.RowError
+					if !errors.As(err, &rowErr) {
+						require.NoError(t, err)
+					}
+				}
+			} else {
+				readAll(t, r)
+			}
+			require.Equal(t, tt.want, r.Truncated(), "%s (NextLines: %v)", tt.name, lines)
+		}
+	}
+}

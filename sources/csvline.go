@@ -40,6 +40,7 @@ type lineReader struct {
 	end     int
 	scan    int   // buf[off:scan] holds no terminator
 	err     error // the first error of r (io.EOF at the end), once buf[off:end] is all there is
+	noEnd   bool  // the last line was yielded, and it has no terminator
 }
 
 func newLineReader(r io.Reader, term byte, max int) *lineReader {
@@ -84,6 +85,7 @@ func (lr *lineReader) next() (line, error) {
 			b := lr.buf[lr.off:lr.end:lr.end] // the last line, without a terminator
 			lr.off = lr.end
 			lr.no++
+			lr.noEnd = true
 			return line{text: b, no: lr.no}, nil
 		}
 		lr.fill()

@@ -89,6 +89,16 @@ type LineReader interface {
 	Delimiter() rune
 }
 
+// A Truncated reader can tell that its source was cut short: once Next returned io.EOF,
+// Truncated returns the line of the last record when that record could not be read (a row
+// error) and the source ends in it without a line end, as a file does that was cut while it
+// was copied or written; else 0. A read that ends so is not complete: it does not tell who
+// left the source. (A file cut where its last line still reads well cannot be told.)
+// [CSVReader] is one.
+type Truncated interface {
+	Truncated() int
+}
+
 // SplitLine returns the values of a line NextLine returned: the parts between the delimiters.
 func SplitLine(line string, delim rune) []string { return strings.Split(line, string(delim)) }
 

@@ -63,6 +63,7 @@ type chunk struct {
 	err      error // the producer stopped: ErrInterrupted, a read or lookup failure
 	eof      bool  // the last chunk: the whole source is read
 	gap      bool  // the last chunk of a resumed run that did not read every row before its checkpoint again
+	cut      int   // the last chunk: the line the source was cut short in (sources.Truncated), or 0
 }
 
 // cand is a record of a delta run, read but not mapped: cands[i] is recs[i] (lines[i]),

@@ -65,7 +65,7 @@ func (e *Engine) DryRun(ctx context.Context, fn func(RowPlan) error) (int64, err
 		}
 		read = c.lastRead
 		if c.eof {
-			e.complete = !c.gap
+			e.atEnd(c)
 			return read, nil
 		}
 	}

@@ -135,9 +135,10 @@ type Engine struct {
 	com  *committer
 
 	lastRead    int64
-	complete    bool  // the whole source was read, and a resumed run read every row before its checkpoint again
-	unplacedMin int64 // smallest ordinal of a chunk's rows not yet placed in a batch; 0 = none
-	bytes       int64 // source bytes consumed up to lastRead
+	complete    bool   // the whole source was read, and a resumed run read every row before its checkpoint again
+	incomplete  string // why a read to the end is not complete
+	unplacedMin int64  // smallest ordinal of a chunk's rows not yet placed in a batch; 0 = none
+	bytes       int64  // source bytes consumed up to lastRead
 	waitRows    time.Duration
 }
 
@@ -241,7 +242,7 @@ func (e *Engine) placeAll(ctx context.Context, chunks <-chan *chunk) error {
 			return err
 		}
 		if c.eof {
-			e.complete = !c.gap
+			e.atEnd(c)
 			return nil
 		}
 		e.prod.recycle(c)

@@ -203,6 +203,9 @@ func (p *producer) read(ctx context.Context, startPos int64, out []chan *chunk) 
 	c.bytes = p.reader.Progress().Bytes
 	c.eof = true
 	c.gap = before < startPos
+	if t, ok := p.reader.(sources.Truncated); ok {
+		c.cut = t.Truncated()
+	}
 	emit(c)
 }
 

@@ -31,8 +31,24 @@ type Removals struct {
 }
 
 // Complete reports whether the run (or dry run) read the whole source, and, resumed, every
-// row before its checkpoint again: only such a read may tell who left the source.
+// row before its checkpoint again, and the source was not cut short (sources.Truncated): only
+// such a read may tell who left the source.
 func (e *Engine) Complete() bool { return e.complete }
+
+// Incomplete says why a read to the end of the source is not complete (see Complete), or "".
+func (e *Engine) Incomplete() string { return e.incomplete }
+
+// atEnd notes, from the last chunk, whether the read is complete.
+func (e *Engine) atEnd(c *chunk) {
+	switch {
+	case c.gap:
+		e.incomplete = "the run resumed and could not read again every row before its checkpoint"
+	case c.cut > 0:
+		e.incomplete = fmt.Sprintf("the source ends in a line that could not be read (line %d, without a line end: "+
+			"was the file cut short?)", c.cut)
+	}
+	e.complete = e.incomplete == ""
+}
 
 // Removals returns whom the run unsubscribes at its end: the moved addresses and, with
 // absent, the members the read did not contain. Neither includes an address the run read
