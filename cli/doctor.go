@@ -151,7 +151,7 @@ func doctorChecks(ctx context.Context, c *sink.Client, cfg *config.Config) []che
 	now := time.Now().UTC()
 	feed, err := c.ReadStatusFeed(ctx, now.Add(-24*time.Hour), now)
 	switch {
-	case errors.Is(err, sink.ErrStatusFeedShape):
+	case errors.Is(err, sink.ErrStatusFeedShape), errors.Is(err, sink.ErrStatusFeedLimit):
 		out = append(out, check{"FAIL", "the status feed answers in a shape subsync reads: " + err.Error(),
 			"run again with --save-samples DIR and attach the samples to a bug report: subsync cannot pull statuses from this service"})
 	case err != nil:
@@ -159,8 +159,8 @@ func doctorChecks(ctx context.Context, c *sink.Client, cfg *config.Config) []che
 	default:
 		what := fmt.Sprintf("the status feed answers in a shape subsync reads (%d changes in the last day, %d request(s))",
 			len(feed.Changes), feed.Requests)
-		if len(feed.Warnings) > 0 {
-			what += "; " + strings.Join(feed.Warnings, "; ")
+		for _, g := range feed.Gaps {
+			what += "; " + g.Reason
 		}
 		out = append(out, check{"ok", what, ""})
 	}

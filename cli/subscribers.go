@@ -338,10 +338,14 @@ first. It only reads: to record the changes and write them back, use 'subsync st
 			if err != nil {
 				return err
 			}
-			changes, err := c.StatusChanges(cmd.Context(), f, t)
+			feed, err := c.ReadStatusFeed(cmd.Context(), f, t)
 			if err != nil {
 				return fmt.Errorf("fetch status changes: %w", err)
 			}
+			for _, g := range feed.Gaps {
+				a.log.Warn("the status feed may hold more than it answered", slog.String("gap", g.Reason))
+			}
+			changes := feed.Changes
 			if asJSON {
 				out := make([]statusChangeJSON, len(changes))
 				for i, ch := range changes {

@@ -254,6 +254,12 @@ type Status struct {
 	// list lacks are recorded (a change the feed never showed is still caught). Default
 	// ReconcileScheduleDefault; "off" = never on its own.
 	ReconcileSchedule string `toml:"reconcile_schedule"`
+	// MaxPages, MaxMegabytes and MaxTime bound one read of the status feed (requests, MiB of
+	// answers, time); past one the pull fails, permanently. Defaults
+	// sink.StatusMaxPagesDefault, sink.StatusMaxBytesDefault (in MiB), sink.StatusMaxTimeDefault.
+	MaxPages     int      `toml:"max_pages"`
+	MaxMegabytes int      `toml:"max_megabytes"`
+	MaxTime      Duration `toml:"max_time"`
 }
 
 // Write-back kinds, as jobs names them.

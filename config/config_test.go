@@ -178,6 +178,8 @@ source = { path = "b.csv" }
 		{"bad duration", "[api]\ntimeout = \"30 secs\"\n", `api.timeout: "30 secs": not a duration`},
 		{"negative duration", "[api]\ntimeout = \"-1s\"\n", `api.timeout: "-1s": must be positive`},
 		{"max in flight", "[api]\nmax_in_flight = -1\n", `api.max_in_flight: "-1": must be at least 1`},
+		{"status feed pages", "[status]\nmax_pages = -1\n", `status.max_pages: "-1": must be at least 1`},
+		{"status feed time", "[status]\nmax_time = \"-1m\"\n", `status.max_time: "-1m0s": must be positive`},
 		{"wrong type", "[worker]\nconcurrency = \"four\"\n", `worker.concurrency: incompatible types`},
 		{"metrics address", "[worker]\nmetrics_address = \"9464\"\n", `worker.metrics_address: "9464": want host:port`},
 		{"database url", "[database]\nurl = \"mysql://root:" + testPass + "@db/x\"\n", `database.url: "mysql://root:xxxxx@db/x": want a postgres:// URL`},
@@ -476,6 +478,9 @@ func TestDefaultsAgreeWithSink(t *testing.T) {
 	require.Equal(t, sink.MaxAttemptsDefault, sc.MaxAttempts)
 	require.Equal(t, sink.MaxRetryTimeDefault, sc.MaxRetryTime)
 	require.Equal(t, sink.RetryAfterCapDefault, sc.RetryAfterCap)
+	require.Equal(t, sink.StatusMaxPagesDefault, sc.StatusMaxPages)
+	require.Equal(t, int64(sink.StatusMaxBytesDefault), sc.StatusMaxBytes)
+	require.Equal(t, sink.StatusMaxTimeDefault, sc.StatusMaxTime)
 	require.Equal(t, "u1", sc.UserID)
 	require.Equal(t, testKey, sc.APIKey)
 	require.NotContains(t, fmt.Sprintf("%v", sc), testKey)

@@ -21,6 +21,9 @@ func (c *Config) SinkConfig() sink.Config {
 		MaxAttempts:       a.MaxAttempts,
 		MaxRetryTime:      a.MaxRetryTime.D(),
 		RetryAfterCap:     a.RetryAfterCap.D(),
+		StatusMaxPages:    c.Status.MaxPages,
+		StatusMaxBytes:    int64(c.Status.MaxMegabytes) << 20,
+		StatusMaxTime:     c.Status.MaxTime.D(),
 	}
 }
 

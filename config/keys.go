@@ -19,6 +19,9 @@ func (p *problems) fields(err error) {
 			continue
 		}
 		key := tomlKey(fe.Field)
+		if k, ok := fullKeyNames[key]; ok {
+			key = k
+		}
 		if strings.HasSuffix(key, ".dsn") && p.has(key+"_env", key+"_file", key) {
 			continue // resolving dsn_env or dsn_file already said what is wrong
 		}
@@ -72,6 +75,13 @@ var keyNames = map[string]string{
 	"MetricsAddr":     "worker.metrics_address",
 	"StatusPull":      "status",
 	"ListID":          "list",
+}
+
+// fullKeyNames are the keys of client settings that the file holds in another table.
+var fullKeyNames = map[string]string{
+	"api.status_max_pages": "status.max_pages",
+	"api.status_max_bytes": "status.max_megabytes",
+	"api.status_max_time":  "status.max_time",
 }
 
 // tomlKey turns the path of a jobs.Config field ("Syncs[1].Source.DSN", "Sources[crm].Query",

@@ -50,6 +50,9 @@ func (c *Config) setDefaults() {
 	st.TimeZone = cmp.Or(st.TimeZone, jobs.TimeZoneDefault)
 	st.Overlap = cmp.Or(st.Overlap, Duration(jobs.StatusOverlapDefault))
 	st.ReconcileSchedule = cmp.Or(st.ReconcileSchedule, ReconcileScheduleDefault)
+	st.MaxPages = cmp.Or(st.MaxPages, sink.StatusMaxPagesDefault)
+	st.MaxMegabytes = cmp.Or(st.MaxMegabytes, sink.StatusMaxBytesDefault>>20)
+	st.MaxTime = cmp.Or(st.MaxTime, Duration(sink.StatusMaxTimeDefault))
 }
 
 // validate records every problem of a configuration whose defaults are filled. The rules

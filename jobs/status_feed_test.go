@@ -3,6 +3,8 @@ package jobs_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -281,8 +283,10 @@ func TestStatusLoopEverySwitch(t *testing.T) {
 	}
 }
 
-// TestStatusPullCappedFeed: a feed that answers at most 100 changes with no paging hint makes
-// the pull say so in its run; the reconciliation then catches what the feed left out.
+// TestStatusPullCappedFeed: a feed that answers at most 100 changes with no paging hint, and
+// the same 100 for page 2, fails the pull with the evidence; the 100 read are recorded, and
+// the cursor does not pass the day they came from. The reconciliation then catches what the
+// feed left out.
 func TestStatusPullCappedFeed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -298,15 +302,115 @@ func TestStatusPullCappedFeed(t *testing.T) {
 	b.cfg.Syncs = []jobs.SyncSpec{{Name: "n", ListID: b.listID, Source: sources.Config{Path: "unused.csv"}}}
 	rt := b.open(t)
 	id, err := rt.EnqueueStatusPull(ctx)
-	pull := waitRun(t, rt, id, err)
-	require.Equal(t, state.RunCompleted, pull.State)
+	require.NoError(t, err)
+	pull, err := rt.Wait(ctx, id, nil)
+	require.ErrorIs(t, err, jobs.ErrRunFailed)
+	require.Equal(t, state.RunFailed, pull.State)
+	require.Equal(t, 1, pull.Attempts, "the same answer would come again: no retries")
 	require.Equal(t, int64(100), pull.Counts.Read)
 	require.Contains(t, pull.Error, "answered 100 changes")
-	require.Contains(t, pull.Error, "no paging hint")
-	require.Equal(t, int64(100), suppressedTotal(t, rt))
+	require.Contains(t, pull.Error, "asking for page 2 answered the same")
+	require.Contains(t, pull.Error, "the cursor stays")
+	require.Equal(t, int64(100), suppressedTotal(t, rt), "what was read is recorded")
+	o, err := rt.StatusOverview(ctx)
+	require.NoError(t, err)
+	require.True(t, o.Cursor.IsZero(), "the first pull read the service's default window: the cursor cannot move")
 
 	id, err = rt.EnqueueReconcile(ctx)
 	rec := waitRun(t, rt, id, err)
 	require.Equal(t, state.Counts{Read: 150, Duplicates: 100}, rec.Counts)
 	require.Equal(t, int64(150), suppressedTotal(t, rt), "every person suppressed")
+}
+
+// TestStatusGapCursor: the cursor stops at the earliest gap a reconciliation has not covered
+// since it ended, and moves to the end of the read when every gap is covered.
+func TestStatusGapCursor(t *testing.T) {
+	t.Parallel()
+	day := func(d int) time.Time { return time.Date(2025, 3, d, 0, 0, 0, 0, time.UTC) }
+	to := day(5).Add(10 * time.Hour)
+	gaps := []sink.StatusGap{{From: day(2), To: day(3).Add(-time.Millisecond)}, {From: day(4), To: day(5).Add(-time.Millisecond)}}
+	pos, held := jobs.GapCursor(to, gaps, time.Time{})
+	require.Equal(t, day(2), pos)
+	require.Len(t, held, 2)
+	pos, held = jobs.GapCursor(to, gaps, day(3).Add(time.Hour))
+	require.Equal(t, day(4), pos, "the first gap is covered by a reconciliation since")
+	require.Len(t, held, 1)
+	pos, held = jobs.GapCursor(to, gaps, day(5))
+	require.Equal(t, to, pos)
+	require.Empty(t, held)
+	pos, held = jobs.GapCursor(to, []sink.StatusGap{{Entries: 100}}, day(9))
+	require.True(t, pos.IsZero(), "the service's default window: no bound to move to")
+	require.Len(t, held, 1)
+}
+
+// TestStatusPullLinkPaged: a feed of 60 changes paged 25 at a time through Link headers only
+// (a bare array for a body): one pull records all 60, and a second pull records nothing.
+func TestStatusPullLinkPaged(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend, sinktest.WithStatusLinkPaged(25))
+		emails := make([]string, 60)
+		for i := range emails {
+			emails[i] = contactEmail(i + 1)
+		}
+		b.subscribe(t, emails...)
+		for i, e := range emails {
+			require.NoError(t, b.emu.SetStatus(e, b.listID, []string{"unsubscribed", "bounce"}[i%2]))
+		}
+		rt := b.open(t)
+		id, err := rt.EnqueueStatusPull(ctx)
+		pull := waitRun(t, rt, id, err)
+		require.Equal(t, state.Counts{Read: 60}, pull.Counts)
+		require.Equal(t, int64(60), suppressedTotal(t, rt))
+		pages := 0
+		for _, r := range b.emu.Requests() {
+			if r.Path == sinktest.V2Prefix+"/subscriberstatus" {
+				pages++
+			}
+		}
+		require.Equal(t, 3, pages)
+
+		id, err = rt.EnqueueStatusPull(ctx)
+		again := waitRun(t, rt, id, err)
+		require.Equal(t, state.Counts{Read: 60, Duplicates: 60}, again.Counts, "the second pull records nothing new")
+		require.Equal(t, int64(60), suppressedTotal(t, rt))
+	})
+}
+
+// TestStatusPullBounded (#35 point 7): a feed whose every page names a new next page fails the
+// pull at once, permanently (no retry), at the read's bound of pages; nothing is recorded and
+// the cursor stays.
+func TestStatusPullBounded(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		var n atomic.Int64
+		endless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			i := n.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Link", fmt.Sprintf("<?page=%d&t=%d>; rel=\"next\"", i+1, i*7919))
+			fmt.Fprintf(w, `[{"id":%d,"email":"p%d@example.com","status":"bounce","date_updated":%q}]`, i, i,
+				time.Now().UTC().Format(time.RFC3339))
+		}))
+		t.Cleanup(endless.Close)
+		b := setup(t, backend)
+		b.cfg.Sink = sink.Config{BaseURL: endless.URL + "/api/public/v2", UserID: "u", APIKey: "k", RequestsPerSecond: -1,
+			HTTPClient: endless.Client(), StatusMaxPages: 300}
+		rt := b.open(t)
+		id, err := rt.EnqueueStatusPull(ctx)
+		require.NoError(t, err)
+		run, err := rt.Wait(ctx, id, nil)
+		require.ErrorIs(t, err, jobs.ErrRunFailed)
+		require.Equal(t, state.RunFailed, run.State)
+		require.Equal(t, 1, run.Attempts, "permanent: not retried")
+		require.Contains(t, run.Error, "300 requests made, the most one read may make (status.max_pages)")
+		require.Equal(t, int64(300), n.Load())
+		require.Zero(t, suppressedTotal(t, rt))
+		o, err := rt.StatusOverview(ctx)
+		require.NoError(t, err)
+		require.True(t, o.Cursor.IsZero())
+	})
 }

@@ -71,8 +71,11 @@ type StatusPullWorker struct {
 	rt *Runtime
 }
 
-// Timeout bounds one status pull.
-func (w *StatusPullWorker) Timeout(*river.Job[StatusPullArgs]) time.Duration { return 10 * time.Minute }
+// Timeout bounds one status pull: ten minutes, or longer when the feed's read may take
+// longer (sink.Config.StatusMaxTime, status.max_time).
+func (w *StatusPullWorker) Timeout(*river.Job[StatusPullArgs]) time.Duration {
+	return max(10*time.Minute, w.rt.cfg.Sink.WithDefaults().StatusMaxTime+2*time.Minute)
+}
 
 // Work runs one status pull (or, with Args.Reconcile, one reconciliation: see reconcileRun):
 //
@@ -85,14 +88,14 @@ func (w *StatusPullWorker) Timeout(*river.Job[StatusPullArgs]) time.Duration { r
 //  3. records the changes not seen before (by e-mail, status, time and list) in the status
 //     log and the suppression list, queuing each for write-back, in one transaction;
 //  4. advances the cursor to the end of the window of step 1 — only now that the changes
-//     are stored;
+//     are stored, and never past a part of the window the feed did not answer in full
+//     (sink.StatusGap): such a gap fails the pull, after the write-back (see feedGaps);
 //  5. writes every pending change back to the source (this pull's and any earlier one's that
 //     failed), and marks them done.
 //
 // A failed write-back does not fail the pull (the suppression list is what protects people,
 // and it is up to date): the run completes with the failure as its message, and the changes
-// stay pending for the next pull. Pulling twice changes nothing the second time. What the
-// feed read could not rule out (a full answer without a paging hint) is the run's message.
+// stay pending for the next pull. Pulling twice changes nothing the second time.
 //
 // The run's counts: read = changes fetched, duplicates = those already recorded before the
 // run, sent = changes written back to the source. An attempt that reads again what an
@@ -126,7 +129,7 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 		to := time.Now().UTC().Truncate(time.Millisecond)
 		feed, err := rt.sink.ReadStatusFeed(ctx, from, to)
 		if err != nil {
-			if errors.Is(err, sink.ErrStatusFeedShape) {
+			if errors.Is(err, sink.ErrStatusFeedShape) || errors.Is(err, sink.ErrStatusFeedLimit) {
 				// Reading again gives the same answer: fail now; the next pull tries again.
 				return permanent(fmt.Errorf("fetch status changes: %w", err))
 			}
@@ -168,20 +171,18 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 		a.run.Counts.Read += delta.Read
 		a.run.Counts.Duplicates += delta.Duplicates
 		rt.metrics.addCounts(KindStatusPull, "", delta)
-		a.log.InfoContext(ctx, "status changes pulled", slog.Int("fetched", len(feed.Changes)), slog.Int("new", added), slog.Int("requests", feed.Requests))
-		for _, w := range feed.Warnings {
-			a.log.WarnContext(ctx, "status feed", slog.String("warning", w))
+		a.log.InfoContext(ctx, "status changes pulled", slog.Int("fetched", len(feed.Changes)), slog.Int("new", added),
+			slog.Int("requests", feed.Requests), slog.Int64("bytes", feed.Bytes))
+		gapErr := rt.feedGaps(ctx, a, to, feed.Gaps)
+		if gapErr != nil && !isPermanent(gapErr) {
+			return gapErr
 		}
-		if len(feed.Warnings) > 0 {
-			a.warning = strings.Join(feed.Warnings, "; ")
+		if wb != nil {
+			if err := rt.writeBackPending(ctx, a, wb); err != nil {
+				return err
+			}
 		}
-		if err := rt.store.AdvanceStatusCursor(ctx, statusCursor, to); err != nil {
-			return err
-		}
-		if wb == nil {
-			return nil
-		}
-		return rt.writeBackPending(ctx, a, wb)
+		return gapErr
 	})
 }
 

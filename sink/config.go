@@ -19,6 +19,11 @@ const (
 	BackoffBaseDefault       = 250 * time.Millisecond
 	BackoffMaxDefault        = 20 * time.Second
 	VersionDefault           = "dev"
+	// StatusMaxPagesDefault, StatusMaxBytesDefault and StatusMaxTimeDefault bound one read of
+	// the status feed (Client.ReadStatusFeed).
+	StatusMaxPagesDefault = 5000
+	StatusMaxBytesDefault = 256 << 20
+	StatusMaxTimeDefault  = 8 * time.Minute
 )
 
 // MaxResponseBytes caps the size of a response body the client reads.
@@ -69,6 +74,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Version goes into the User-Agent "subsync/<version>". Empty means VersionDefault.
 	Version string
+	// StatusMaxPages, StatusMaxBytes and StatusMaxTime bound one read of the status feed
+	// (Client.ReadStatusFeed): its requests (pages, probes, narrowed windows), the size of its
+	// answers together, and its time. Past one the read fails with ErrStatusFeedLimit.
+	// 0 means StatusMaxPagesDefault, StatusMaxBytesDefault, StatusMaxTimeDefault.
+	StatusMaxPages int
+	StatusMaxBytes int64
+	StatusMaxTime  time.Duration
 	// Observer, when set, is called once per HTTP attempt (for metrics). It must be fast and
 	// safe for concurrent use.
 	Observer func(ResponseInfo)

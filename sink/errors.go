@@ -88,12 +88,13 @@ func temporaryStatus(code int) bool {
 
 // IsPermanent reports whether retrying err later cannot help, so that a job should fail at
 // once: an *APIError with a 4xx status other than 408 and 429 (400, 401, 403, 404, 422, …),
-// [ErrNoLegacyURL], [ErrInvalidConfig] and [ErrInvalidInput].
+// [ErrNoLegacyURL], [ErrInvalidConfig], [ErrInvalidInput] and [ErrStatusFeedLimit].
 func IsPermanent(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrNoLegacyURL) || errors.Is(err, ErrInvalidConfig) || errors.Is(err, ErrInvalidInput) {
+	if errors.Is(err, ErrNoLegacyURL) || errors.Is(err, ErrInvalidConfig) || errors.Is(err, ErrInvalidInput) ||
+		errors.Is(err, ErrStatusFeedLimit) {
 		return true
 	}
 	var apiErr *APIError

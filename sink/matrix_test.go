@@ -80,7 +80,7 @@ func TestSwitchMatrix(t *testing.T) {
 			require.NoError(t, b.srv.SetStatus("p3@example.com", l.ID, sink.StatusBounce))
 			feed, err := c.ReadStatusFeed(ctx, b.clock.now().Add(-24*time.Hour), b.clock.now())
 			require.NoError(t, err)
-			require.Empty(t, feed.Warnings)
+			require.Empty(t, feed.Gaps)
 			var emails []string
 			for _, ch := range feed.Changes {
 				emails = append(emails, ch.Email+" "+ch.Status)

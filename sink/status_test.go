@@ -134,7 +134,7 @@ func TestStatusFeedPagingHints(t *testing.T) {
 			require.Len(t, f.Changes, total)
 			require.Equal(t, "p249@example.com", f.Changes[total-1].Email)
 			require.Equal(t, last, f.Requests)
-			require.Empty(t, f.Warnings)
+			require.Empty(t, f.Gaps)
 			for _, r := range wr.recorded() {
 				q, _ := url.ParseQuery(r.query)
 				require.Equal(t, "2024-03-01", q.Get("from_date"), "the window stays the same on every page")
@@ -158,8 +158,8 @@ func TestStatusFeedNextOffHost(t *testing.T) {
 }
 
 // TestStatusFeedNarrowsAFullAnswer: an answer as long as a page would be, with no paging hint,
-// makes the read narrow its window by days until the answers are shorter; a one-day window
-// still full is a warning.
+// and a page 2 that answers the same, makes the read narrow its window by days until the
+// answers are shorter; a one-day window still full is a gap.
 func TestStatusFeedNarrowsAFullAnswer(t *testing.T) {
 	t.Parallel()
 	for _, perDay := range []int{30, 60} {
@@ -197,17 +197,19 @@ func TestStatusFeedNarrowsAFullAnswer(t *testing.T) {
 				time.Date(2024, 3, 4, 23, 0, 0, 0, time.UTC))
 			require.NoError(t, err)
 			require.Greater(t, f.Requests, 1, "the window was narrowed")
-			t.Logf("%d requests, %d changes, warnings: %q", f.Requests, len(f.Changes), f.Warnings)
+			t.Logf("%d requests, %d changes, gaps: %+v", f.Requests, len(f.Changes), f.Gaps)
 			if perDay == 30 {
 				require.Len(t, f.Changes, 4*perDay, "every change, read a day at a time")
-				require.Empty(t, f.Warnings)
+				require.Empty(t, f.Gaps)
 				return
 			}
 			// A one-day window still asks for two days (to_date is the day after): 100
 			// come back, so those days are reported.
-			require.NotEmpty(t, f.Warnings)
-			require.Contains(t, f.Warnings[0], "answered 100 changes for 2024-03-0")
-			require.Contains(t, f.Warnings[0], "no paging hint")
+			require.NotEmpty(t, f.Gaps)
+			require.Contains(t, f.Gaps[0].Reason, "answered 100 changes for 2024-03-0")
+			require.Contains(t, f.Gaps[0].Reason, "no paging hint")
+			require.Contains(t, f.Gaps[0].Reason, "asking for page 2 answered the same")
+			require.Equal(t, 100, f.Gaps[0].Entries)
 		})
 	}
 }

@@ -26,6 +26,9 @@ func (cfg Config) WithDefaults() Config {
 	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, BackoffBaseDefault)
 	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, BackoffMaxDefault)
 	cfg.Version = cmp.Or(cfg.Version, VersionDefault)
+	cfg.StatusMaxPages = cmp.Or(cfg.StatusMaxPages, StatusMaxPagesDefault)
+	cfg.StatusMaxBytes = cmp.Or(cfg.StatusMaxBytes, StatusMaxBytesDefault)
+	cfg.StatusMaxTime = cmp.Or(cfg.StatusMaxTime, StatusMaxTimeDefault)
 	return cfg
 }
 
@@ -49,6 +52,11 @@ func (cfg Config) Validate() error {
 	positive(&p, "RetryAfterCap", cfg.RetryAfterCap)
 	positive(&p, "BackoffBase", cfg.BackoffBase)
 	positive(&p, "BackoffMax", cfg.BackoffMax)
+	atLeastOne(&p, "StatusMaxPages", cfg.StatusMaxPages)
+	if cfg.StatusMaxBytes < 1<<20 {
+		p.Add("StatusMaxBytes", strconv.FormatInt(cfg.StatusMaxBytes, 10), "must be at least 1 MiB")
+	}
+	positive(&p, "StatusMaxTime", cfg.StatusMaxTime)
 	return p.Err()
 }
 

@@ -37,6 +37,7 @@ type config struct {
 	activeRevives   bool
 	// The alternatives the evidence about the real service allows (docs/service.md).
 	statusPaged     int
+	statusLinkPaged int
 	statusCap       int
 	statusDays      bool
 	statusFromQuery bool
@@ -64,6 +65,7 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (config,
 	fs.BoolVar(&c.plain401, "plain-401", false, "answer 401 with a plain-text body")
 	fs.BoolVar(&c.activeRevives, "active-revives", false, "let bulkinsert status=active revive unsubscribed/bounced")
 	fs.IntVar(&c.statusPaged, "status-paged", 0, `answer /subscriberstatus N entries a page, {"data":[...],"meta":{...},"links":{"next":URL}} (0: one answer)`)
+	fs.IntVar(&c.statusLinkPaged, "status-link-paged", 0, `answer /subscriberstatus N entries a page, a bare array, the next page named only in a Link header (0: one answer)`)
 	fs.IntVar(&c.statusCap, "status-cap", 0, "answer /subscriberstatus at most N entries, the oldest, with no paging hint (0: no cap)")
 	fs.BoolVar(&c.statusDays, "status-days", false, "read /subscriberstatus from_date and to_date as whole days")
 	fs.BoolVar(&c.statusFromQuery, "status-from-query", false, "read a single create's status only from the query, not the body")
@@ -96,8 +98,8 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (config,
 			return c, usagef("--%s must be between 0 and 1, got %g", r.name, r.v)
 		}
 	}
-	if c.statusPaged < 0 || c.statusCap < 0 {
-		return c, usagef("--status-paged and --status-cap must not be negative")
+	if c.statusPaged < 0 || c.statusCap < 0 || c.statusLinkPaged < 0 {
+		return c, usagef("--status-paged, --status-link-paged and --status-cap must not be negative")
 	}
 	if c.faults.MaxRPS < 0 || c.faults.Latency < 0 || c.faults.RetryAfter < 0 {
 		return c, usagef("--max-rps, --latency and --retry-after must not be negative")
@@ -123,6 +125,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		sinktest.WithPlainText401(c.plain401),
 		sinktest.WithActiveRevives(c.activeRevives),
 		sinktest.WithStatusPaged(c.statusPaged),
+		sinktest.WithStatusLinkPaged(c.statusLinkPaged),
 		sinktest.WithStatusDays(c.statusDays),
 		sinktest.WithStatusCap(c.statusCap),
 		sinktest.WithStatusFromQuery(c.statusFromQuery),

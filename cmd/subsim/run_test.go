@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/subsync/subsync/internal/testlog"
+	"github.com/subsync/subsync/sink/sinktest"
 )
 
 // readURLs reads the "v2 URL" and "v3 URL" lines subsim prints on start.
@@ -127,9 +128,10 @@ func TestParseRefusesBadCommandLines(t *testing.T) {
 	require.True(t, c.statusWrapped && c.plain401 && c.activeRevives)
 
 	c, err = parse([]string{"--user", "U", "--key", "K", "--status-paged", "500", "--status-days", "--status-from-query",
-		"--list-id-array-only", "--put-only", "--row-messages"}, io.Discard, noEnv)
+		"--list-id-array-only", "--put-only", "--row-messages", "--status-link-paged", "25"}, io.Discard, noEnv)
 	require.NoError(t, err)
 	require.Equal(t, 500, c.statusPaged)
+	require.Equal(t, 25, c.statusLinkPaged)
 	require.True(t, c.statusDays && c.statusFromQuery && c.listIDArrayOnly && c.putOnly && c.rowMessages)
 }
 
@@ -142,6 +144,11 @@ func TestHelpListsTheSwitches(t *testing.T) {
 	for _, flag := range []string{"-status-wrapped", "-status-paged", "-status-cap", "-status-days", "-status-from-query",
 		"-list-id-array-only", "-put-only", "-row-messages", "-active-revives", "-plain-401"} {
 		require.Contains(t, string(out), flag)
+	}
+	for _, sw := range sinktest.Switches() {
+		if sw.Name != "" {
+			require.Regexp(t, `(?m)^  -`+sw.Name+`\b`, string(out), "every switch of the matrix is a flag")
+		}
 	}
 }
 

@@ -41,6 +41,7 @@ type options struct {
 	statusWrapped bool
 	statusWrapKey string // the member a wrapped feed holds its entries under; "" = changes
 	statusPaged   int    // entries per page of /subscriberstatus; 0 = one answer
+	statusLink    int    // entries per page of /subscriberstatus, paged by a Link header only; 0 = off
 	statusDays    bool   // from_date/to_date read as whole days
 	statusCap     int    // at most this many entries, oldest first, with no paging hint; 0 = all
 	rowMessages   bool   // a 422 carries a message naming the row and reason
@@ -81,6 +82,14 @@ func WithStatusWrapKey(key string) Option {
 // {"data":[...],"meta":{"current_page","last_page","per_page","total"},"links":{"next":URL|null}},
 // the page chosen by the query's page (from 1). 0 = one answer with every entry.
 func WithStatusPaged(perPage int) Option { return func(o *options) { o.statusPaged = max(perPage, 0) } }
+
+// WithStatusLinkPaged makes /subscriberstatus answer perPage entries at a time as a bare
+// array, the page chosen by the query's page (from 1), and say that more follow only in an
+// RFC 8288 header, Link: <URL>; rel="next" (with rel="last"), as many REST services page.
+// 0 = one answer with every entry.
+func WithStatusLinkPaged(perPage int) Option {
+	return func(o *options) { o.statusLink = max(perPage, 0) }
+}
 
 // WithStatusCap makes /subscriberstatus answer at most n entries (the oldest of the
 // window) and say nothing of the rest: a feed capped without a paging hint. 0 = no cap.

@@ -23,7 +23,7 @@ func (e *Emulator) AddStatusEntry(raw string) {
 // statusFeed serves GET /subscriberstatus: the recorded status changes whose date_updated lies
 // in [from_date, to_date], oldest first. Without from_date the window starts 30 days ago.
 // WithStatusDays reads both bounds as whole days; WithStatusWrapped and WithStatusPaged
-// change the answer's shape.
+// change the answer's shape; WithStatusLinkPaged pages it through a Link header only.
 func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 	q := r.URL.Query()
 	now := e.now()
@@ -76,7 +76,11 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 	}
 	total := len(sel)
 	page, last := 1, 1
-	if per := e.opts.statusPaged; per > 0 {
+	per := e.opts.statusPaged
+	if e.opts.statusLink > 0 {
+		per = e.opts.statusLink
+	}
+	if per > 0 {
 		if p, err := strconv.Atoi(q.Get("page")); err == nil && p > 0 {
 			page = p
 		} else if q.Has("page") {
@@ -89,7 +93,7 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 	}
 	out := make([]byte, 0, 160+len(sel)*160)
 	switch {
-	case e.opts.statusPaged > 0:
+	case e.opts.statusPaged > 0 && e.opts.statusLink == 0:
 		out = append(out, `{"data":`...)
 	case e.opts.statusWrapped:
 		out = appendString(append(out, '{'), cmp.Or(e.opts.statusWrapKey, "changes"))
@@ -122,8 +126,15 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 		out = o.done()
 	}
 	out = append(out, ']')
+	if e.opts.statusLink > 0 {
+		link := `<` + pageURL(r, q, last) + `>; rel="last"`
+		if page < last {
+			link = `<` + pageURL(r, q, page+1) + `>; rel="next", ` + link
+		}
+		w.Header().Set("Link", link)
+	}
 	switch {
-	case e.opts.statusPaged > 0:
+	case e.opts.statusPaged > 0 && e.opts.statusLink == 0:
 		m := newObj(append(out, `,"meta":`...))
 		m.int("current_page", int64(page))
 		m.int("last_page", int64(last))
@@ -132,16 +143,7 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 		out = m.done()
 		l := newObj(append(out, `,"links":`...))
 		if page < last {
-			scheme := "http"
-			if r.TLS != nil {
-				scheme = "https"
-			}
-			nq := url.Values{}
-			for k, v := range q {
-				nq[k] = v
-			}
-			nq.Set("page", strconv.Itoa(page+1))
-			l.str("next", (&url.URL{Scheme: scheme, Host: r.Host, Path: r.URL.Path, RawQuery: nq.Encode()}).String())
+			l.str("next", pageURL(r, q, page+1))
 		} else {
 			l.null("next")
 		}
@@ -150,4 +152,18 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 		out = append(out, '}')
 	}
 	writeRaw(w, http.StatusOK, out)
+}
+
+// pageURL is the absolute URL of page n of the request r (whose query is q).
+func pageURL(r *http.Request, q url.Values, n int) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	nq := url.Values{}
+	for k, v := range q {
+		nq[k] = v
+	}
+	nq.Set("page", strconv.Itoa(n))
+	return (&url.URL{Scheme: scheme, Host: r.Host, Path: r.URL.Path, RawQuery: nq.Encode()}).String()
 }

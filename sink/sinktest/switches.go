@@ -19,6 +19,7 @@ func Switches() []Switch {
 		{Name: ""},
 		{Name: "status-wrapped", Options: []Option{WithStatusWrapped(true)}},
 		{Name: "status-paged", Options: []Option{WithStatusPaged(2)}},
+		{Name: "status-link-paged", Options: []Option{WithStatusLinkPaged(2)}},
 		{Name: "status-days", Options: []Option{WithStatusDays(true)}},
 		{Name: "status-from-query", Options: []Option{WithStatusFromQuery(true)}},
 		{Name: "list-id-array-only", Options: []Option{WithListIDArrayOnly(true)}, ListIDArray: true},

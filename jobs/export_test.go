@@ -1,0 +1,4 @@
+package jobs
+
+// GapCursor is gapCursor, for the tests of package jobs_test.
+var GapCursor = gapCursor
