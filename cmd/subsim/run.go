@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/subsync/subsync/sink/sinktest"
@@ -44,6 +45,11 @@ type config struct {
 	listIDArrayOnly bool
 	putOnly         bool
 	rowMessages     bool
+	omitRevives     bool
+	byListAll       bool
+	consentBooleans bool
+	genderValues    string
+	multipleArrays  bool
 }
 
 // parse reads the command line; the key comes from --key or else SUBSIM_KEY.
@@ -72,6 +78,11 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (config,
 	fs.BoolVar(&c.listIDArrayOnly, "list-id-array-only", false, "name lists only by subscriber_list_id[] (a bare subscriber_list_id is ignored)")
 	fs.BoolVar(&c.putOnly, "put-only", false, "refuse PATCH with 405: updates take PUT")
 	fs.BoolVar(&c.rowMessages, "row-messages", false, `add "message":"row N: reason" to a 422 (default: exactly {"status":"422 Unprocessable entity"})`)
+	fs.BoolVar(&c.omitRevives, "omission-revives", false, "let a push without a status (bulk or single) revive unsubscribed/bounced, as the seed says of single create")
+	fs.BoolVar(&c.byListAll, "by-list-ignores-status", false, "answer /subscribers/by_list with every subscriber whatever status is asked for")
+	fs.BoolVar(&c.consentBooleans, "consent-booleans", false, "take consent fields (SAMTYKKEEPOST, …) only as true or false")
+	fs.StringVar(&c.genderValues, "gender-values", "", `take only these gender values, comma-separated (e.g. "`+strings.Join(sinktest.SwitchGenders, ",")+`"; empty: any)`)
+	fs.BoolVar(&c.multipleArrays, "multiple-choice-arrays", false, "take multiple_choice values only as arrays of strings")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
@@ -118,6 +129,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	var genders []string
+	if c.genderValues != "" {
+		genders = strings.Split(c.genderValues, ",")
+	}
 	em := sinktest.New(
 		sinktest.WithCredentials(c.user, c.key),
 		sinktest.WithFaults(c.faults),
@@ -132,6 +147,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		sinktest.WithListIDArrayOnly(c.listIDArrayOnly),
 		sinktest.WithPutOnly(c.putOnly),
 		sinktest.WithRowMessages(c.rowMessages),
+		sinktest.WithOmissionRevives(c.omitRevives),
+		sinktest.WithByListIgnoresStatus(c.byListAll),
+		sinktest.WithConsentBooleans(c.consentBooleans),
+		sinktest.WithMultipleChoiceArrays(c.multipleArrays),
+		sinktest.WithGenderValues(genders...),
 		sinktest.WithLogger(logger),
 	)
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", c.addr)

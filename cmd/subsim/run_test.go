@@ -128,10 +128,13 @@ func TestParseRefusesBadCommandLines(t *testing.T) {
 	require.True(t, c.statusWrapped && c.plain401 && c.activeRevives)
 
 	c, err = parse([]string{"--user", "U", "--key", "K", "--status-paged", "500", "--status-days", "--status-from-query",
-		"--list-id-array-only", "--put-only", "--row-messages", "--status-link-paged", "25"}, io.Discard, noEnv)
+		"--list-id-array-only", "--put-only", "--row-messages", "--status-link-paged", "25", "--omission-revives",
+		"--by-list-ignores-status", "--consent-booleans", "--gender-values", "male,female", "--multiple-choice-arrays"}, io.Discard, noEnv)
 	require.NoError(t, err)
 	require.Equal(t, 500, c.statusPaged)
 	require.Equal(t, 25, c.statusLinkPaged)
+	require.Equal(t, "male,female", c.genderValues)
+	require.True(t, c.omitRevives && c.byListAll && c.consentBooleans && c.multipleArrays)
 	require.True(t, c.statusDays && c.statusFromQuery && c.listIDArrayOnly && c.putOnly && c.rowMessages)
 }
 

@@ -32,7 +32,17 @@
 //   - The unsubscribe endpoint sets the e-mail status of every membership; status_mobile stays.
 //   - A single create with "status": "active" in the body revives an unsubscribed or
 //     bounced membership (the spec says the given status is applied); bulkinsert's
-//     status=active does not unless WithActiveRevives(true).
+//     status=active does not unless WithActiveRevives(true). A push without a status
+//     (bulk or single) leaves an existing membership's status as it is, unless
+//     WithOmissionRevives(true) (the seed's "status omitted → active", applied to existing
+//     people too).
+//   - GET /subscribers/by_list rows carry the membership's statuses as email_status and
+//     phone_status (the public PHP client's names); the status query filters them (not
+//     with WithByListIgnoresStatus).
+//   - Consent fields take any string, number or boolean, kept as its text (only true/false
+//     with WithConsentBooleans); gender takes any string (only the given values with
+//     WithGenderValues); a multiple_choice value is an array or a comma-separated string
+//     (only an array with WithMultipleChoiceArrays).
 //   - multiple_choice values are stored as the choices joined by "," (a row may give a JSON
 //     array of strings or a comma-separated string); choices match exactly.
 //   - Custom field labels need not be unique. Slots start at EXTRA1 and are never reused.
@@ -42,7 +52,8 @@
 //   - The e-mail shown is the trimmed form first given; the real service may lower-case it.
 //   - No paging on GET /subscriberlists or /custom_fields. /subscriberstatus answers a bare
 //     array by default; WithStatusWrapped, WithStatusWrapKey and WithStatusPaged change its
-//     shape, WithStatusDays reads its from_date/to_date as whole days.
+//     shape, WithStatusLinkPaged pages it through a Link header only, WithStatusDays reads
+//     its from_date/to_date as whole days.
 //
 // # Data model
 //

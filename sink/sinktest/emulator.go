@@ -50,7 +50,17 @@ type options struct {
 	putOnly       bool   // PATCH is refused with 405; updates take PUT
 	plain401      bool
 	activeRevives bool
+	omitRevives   bool // a push without a status makes an unsubscribed or bounced membership active
+	byListAll     bool // by_list ignores its status filter
+	values        valueRules
 	logger        *slog.Logger
+}
+
+// valueRules are the stricter value forms some alternatives of the service take.
+type valueRules struct {
+	consentBooleans bool     // the consent fields take only true or false
+	genders         []string // gender takes only these values; nil = any
+	multipleArrays  bool     // a multiple_choice value must be an array of strings
 }
 
 // Option configures an Emulator.
@@ -123,6 +133,31 @@ func WithPlainText401(on bool) Option { return func(o *options) { o.plain401 = o
 // unsubscribed or bounced membership. By default only reactivate does.
 func WithActiveRevives(on bool) Option { return func(o *options) { o.activeRevives = on } }
 
+// WithOmissionRevives makes a push without a status revive: bulkinsert without status (and
+// single create/update without one) makes an unsubscribed or bounced membership active, as the
+// seed says a single create/update without a status does. status=active revives too. By
+// default a push without a status leaves an existing membership's status as it is.
+func WithOmissionRevives(on bool) Option { return func(o *options) { o.omitRevives = on } }
+
+// WithByListIgnoresStatus makes GET /subscribers/by_list answer every subscriber of the list
+// whatever its status query asks for (each row still shows its own status).
+func WithByListIgnoresStatus(on bool) Option { return func(o *options) { o.byListAll = on } }
+
+// WithConsentBooleans makes the consent fields (SAMTYKKEEPOST, …) take only JSON true or
+// false: a string ("1", "ja") is refused with 422. By default any string, number or boolean
+// is taken and kept as its text.
+func WithConsentBooleans(on bool) Option { return func(o *options) { o.values.consentBooleans = on } }
+
+// WithGenderValues makes gender take only the given values (exactly): any other is refused
+// with 422. Without values any gender is taken.
+func WithGenderValues(values ...string) Option {
+	return func(o *options) { o.values.genders = values }
+}
+
+// WithMultipleChoiceArrays makes a multiple_choice custom field take only a JSON array of
+// strings: a comma-separated string is refused with 422.
+func WithMultipleChoiceArrays(on bool) Option { return func(o *options) { o.values.multipleArrays = on } }
+
 // WithLogger logs one line per request (method, path, status, rows, fault, duration; never
 // credentials). Without it the Emulator logs nothing.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -162,6 +197,7 @@ func New(opts ...Option) *Emulator {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Emulator{opts: o, st: newStore(), stop: make(chan struct{})}
+	e.st.rules = &e.opts.values
 	e.SetFaults(o.faults)
 	return e
 }

@@ -129,6 +129,11 @@ func (d *fieldDefs) parseRow(ms []member, withStatus bool, fields []fieldKV) (up
 					return u, status, fmt.Sprintf("%s must be a string", k)
 				case idx == fBirthday && !validDate(m.text):
 					return u, status, fmt.Sprintf("invalid birthday %s (want YYYY-MM-DD)", quoteRaw(m.raw))
+				case idx >= fConsentEmail && idx <= fConsentPrivacy && d.rules.consentBooleans &&
+					(m.kind != kindScalar || (m.text != "true" && m.text != "false")):
+					return u, status, fmt.Sprintf("%s must be true or false, not %s", k, quoteRaw(m.raw))
+				case idx == fGender && d.rules.genders != nil && !slices.Contains(d.rules.genders, m.text):
+					return u, status, fmt.Sprintf("gender %s is not one of %s", quoteRaw(m.raw), strings.Join(d.rules.genders, ", "))
 				}
 				u.fields = append(u.fields, fieldKV{idx: idx, val: m.text})
 				continue
@@ -141,7 +146,7 @@ func (d *fieldDefs) parseRow(ms []member, withStatus bool, fields []fieldKV) (up
 			if f == nil {
 				return u, status, fmt.Sprintf("unknown custom field %s (no such slot)", k)
 			}
-			v, reason := f.value(k, m)
+			v, reason := f.value(k, m, d.rules.multipleArrays)
 			if reason != "" {
 				return u, status, reason
 			}
@@ -172,7 +177,8 @@ func sortFields(kvs []fieldKV) []fieldKV {
 }
 
 // value checks a custom field value against the field's datatype and returns its stored form.
-func (f *customField) value(slot string, m *member) (string, string) {
+// arrays: a multiple_choice value must be an array (WithMultipleChoiceArrays).
+func (f *customField) value(slot string, m *member, arrays bool) (string, string) {
 	v, kind, raw := m.text, m.kind, m.raw
 	if kind == kindNull || (kind == kindString && v == "") {
 		return "", ""
@@ -205,6 +211,8 @@ func (f *customField) value(slot string, m *member) (string, string) {
 			if items, ok = stringList(raw); !ok {
 				return "", what() + " must be a string or an array of strings"
 			}
+		} else if arrays {
+			return "", fmt.Sprintf("%s must be an array of strings, not %s", what(), quoteRaw(raw))
 		} else {
 			items = strings.Split(v, ",")
 		}

@@ -302,6 +302,7 @@ type store struct {
 	merger     merger
 	fieldsVer  uint64     // bumped on every change of a custom field
 	defs       *fieldDefs // snapshot of the custom fields at fieldsVer; nil when stale
+	rules      *valueRules
 }
 
 // fieldDefs is an immutable snapshot of the custom fields, by slot, so that a request can be
@@ -309,12 +310,13 @@ type store struct {
 type fieldDefs struct {
 	ver   uint64
 	slots map[int]*customField
+	rules *valueRules
 }
 
 // fieldDefs returns the snapshot of the current custom fields.
 func (st *store) fieldDefs() *fieldDefs {
 	if st.defs == nil {
-		d := &fieldDefs{ver: st.fieldsVer, slots: make(map[int]*customField, len(st.slots))}
+		d := &fieldDefs{ver: st.fieldsVer, slots: make(map[int]*customField, len(st.slots)), rules: st.rules}
 		for n, f := range st.slots {
 			c := *f
 			d.slots[n] = &c
@@ -332,6 +334,7 @@ func (st *store) fieldsChanged() {
 
 func newStore() *store {
 	return &store{
+		rules:  &valueRules{},
 		lists:  make(map[int64]*list),
 		fields: make(map[int64]*customField),
 		slots:  make(map[int]*customField),
@@ -489,12 +492,16 @@ type applyOpts struct {
 	mobile    uint8 // stNone = not given
 	mergeTags bool
 	revive    bool // an explicit active revives unsubscribed/bounce
+	omitted   bool // no status given revives unsubscribed/bounce too (WithOmissionRevives)
 }
 
-// resolve returns the status after applying opt to cur.
-func resolve(cur, opt uint8, revive bool) uint8 {
+// resolve returns the status after applying opt to cur. omitted: a missing status revives.
+func resolve(cur, opt uint8, revive, omitted bool) uint8 {
 	switch opt {
 	case stNone:
+		if omitted {
+			return stActive
+		}
 		return cur
 	case stReactivate:
 		return stActive
@@ -538,14 +545,14 @@ func (st *store) apply(u *upsert, o applyOpts, now int64) *subscriber {
 		if m == nil {
 			s.lists = append(s.lists, membership{
 				list: id, updated: now,
-				status: resolve(stActive, o.status, true), mobile: resolve(stActive, o.mobile, true),
+				status: resolve(stActive, o.status, true, false), mobile: resolve(stActive, o.mobile, true, false),
 			})
 			if o.status != stNone || o.mobile != stNone {
 				st.record(s, &s.lists[len(s.lists)-1], now)
 			}
 			continue
 		}
-		status, mobile := resolve(m.status, o.status, o.revive), resolve(m.mobile, o.mobile, o.revive)
+		status, mobile := resolve(m.status, o.status, o.revive, o.omitted), resolve(m.mobile, o.mobile, o.revive, o.omitted)
 		if status != m.status || mobile != m.mobile {
 			m.status, m.mobile, m.updated = status, mobile, now
 			st.record(s, m, now)

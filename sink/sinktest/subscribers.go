@@ -34,7 +34,7 @@ func listIDs(q url.Values, arrayOnly bool) ([]int64, *rowError) {
 }
 
 // bulkOptions reads the query of a bulkinsert.
-func bulkOptions(q url.Values, activeRevives, arrayOnly bool) (applyOpts, *rowError) {
+func bulkOptions(q url.Values, activeRevives, omitRevives, arrayOnly bool) (applyOpts, *rowError) {
 	var o applyOpts
 	ids, rerr := listIDs(q, arrayOnly)
 	if rerr != nil {
@@ -61,7 +61,8 @@ func bulkOptions(q url.Values, activeRevives, arrayOnly bool) (applyOpts, *rowEr
 	default:
 		return o, rowErrorf(0, "unknown tag %q (want replace or merge)", tag)
 	}
-	o.revive = activeRevives
+	o.revive = activeRevives || omitRevives
+	o.omitted = omitRevives
 	return o, nil
 }
 
@@ -71,7 +72,7 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 	if err != nil {
 		return
 	}
-	o, rerr := bulkOptions(r.URL.Query(), e.opts.activeRevives, e.opts.listArrayOnly)
+	o, rerr := bulkOptions(r.URL.Query(), e.opts.activeRevives, e.opts.omitRevives, e.opts.listArrayOnly)
 	e.mu.Lock()
 	defs := e.st.fieldDefs()
 	e.mu.Unlock()
@@ -109,7 +110,7 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 // createSubscriber is the single create/update: an upsert by e-mail into the list(s) of the
 // query. A status in the body (or, without one, in the query; only the query's with
 // WithStatusFromQuery) is applied as given (active revives); without one a new membership is
-// active and an existing one keeps its status.
+// active and an existing one keeps its status (becomes active with WithOmissionRevives).
 func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 	body, err := readBody(w, r)
 	if err != nil {
@@ -157,7 +158,7 @@ func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *r
 		}
 		*p.to = st
 	}
-	s := e.st.apply(&u, applyOpts{lists: ids, status: status, mobile: mobile, revive: true}, ms(e.now()))
+	s := e.st.apply(&u, applyOpts{lists: ids, status: status, mobile: mobile, revive: true, omitted: e.opts.omitRevives}, ms(e.now()))
 	writeJSON(w, http.StatusOK, ack{Status: "200 Success", ID: s.id})
 }
 
@@ -237,7 +238,9 @@ func (st *store) showV2(dst []byte, s *subscriber, fields []*customField) []byte
 	return o.done()
 }
 
-// byList serves GET /subscribers/by_list: one page of a list's subscribers, by id.
+// byList serves GET /subscribers/by_list: one page of a list's subscribers, by id, each with
+// its statuses in the list (email_status, phone_status), of the status asked for (every
+// status with WithByListIgnoresStatus).
 func (e *Emulator) byList(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 	q := r.URL.Query()
 	listID, ok := parseID(q.Get("list_id"))
@@ -293,7 +296,7 @@ func (e *Emulator) byList(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 			continue
 		}
 		m := s.membership(listID)
-		if m == nil || (status != stNone && m.status != status) || max(s.updated, m.updated) <= after {
+		if m == nil || (status != stNone && m.status != status && !e.opts.byListAll) || max(s.updated, m.updated) <= after {
 			continue
 		}
 		if skip > 0 {
@@ -304,6 +307,11 @@ func (e *Emulator) byList(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 			out = append(out, ',')
 		}
 		out = e.st.showV2(out, s, fields)
+		// The row's own statuses in the list, under the names the public PHP client reads.
+		o := obj{b: out[:len(out)-1]} // reopens the row: its next key follows a comma
+		o.str("email_status", statusName(m.status))
+		o.str("phone_status", statusName(m.mobile))
+		out = o.done()
 		if n++; n == perPage {
 			break
 		}

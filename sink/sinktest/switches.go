@@ -12,6 +12,10 @@ type Switch struct {
 	ListIDArray bool
 }
 
+// SwitchGenders are the gender values the "gender-values" switch takes (subsim
+// --gender-values's default).
+var SwitchGenders = []string{"male", "female"}
+
 // Switches are every alternative the Emulator can take, and the default first (Name ""):
 // the matrix a client's tests run against.
 func Switches() []Switch {
@@ -27,5 +31,10 @@ func Switches() []Switch {
 		{Name: "row-messages", Options: []Option{WithRowMessages(true)}},
 		{Name: "active-revives", Options: []Option{WithActiveRevives(true)}},
 		{Name: "plain-401", Options: []Option{WithPlainText401(true)}},
+		{Name: "omission-revives", Options: []Option{WithOmissionRevives(true)}},
+		{Name: "by-list-ignores-status", Options: []Option{WithByListIgnoresStatus(true)}},
+		{Name: "consent-booleans", Options: []Option{WithConsentBooleans(true)}},
+		{Name: "gender-values", Options: []Option{WithGenderValues(SwitchGenders...)}},
+		{Name: "multiple-choice-arrays", Options: []Option{WithMultipleChoiceArrays(true)}},
 	}
 }
