@@ -156,7 +156,9 @@ func WithGenderValues(values ...string) Option {
 
 // WithMultipleChoiceArrays makes a multiple_choice custom field take only a JSON array of
 // strings: a comma-separated string is refused with 422.
-func WithMultipleChoiceArrays(on bool) Option { return func(o *options) { o.values.multipleArrays = on } }
+func WithMultipleChoiceArrays(on bool) Option {
+	return func(o *options) { o.values.multipleArrays = on }
+}
 
 // WithLogger logs one line per request (method, path, status, rows, fault, duration; never
 // credentials). Without it the Emulator logs nothing.
