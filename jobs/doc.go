@@ -46,7 +46,7 @@
 //     to River, and the next attempt resumes. Every write of an attempt is fenced by its
 //     lease, so a worker that was merely slow cannot corrupt a run another took over.
 //   - Permanent failures (401/403/404/422 from the service, a missing file, an invalid
-//     mapping) fail the run at once (river.JobCancel) with a message for people; transient
+//     mapping, a workbook past a bound of the reader: sources.ErrTooLarge) fail the run at once (river.JobCancel) with a message for people; transient
 //     ones retry with River's backoff; a 429 whose Retry-After exceeds the client's cap
 //     snoozes the job for that long.
 //   - Job args carry names, paths and list ids, never a secret: the worker takes the API key

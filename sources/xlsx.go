@@ -28,6 +28,11 @@ const DefaultMaxSheetSize = 1 << 30
 // 32,767 characters in a cell, about 200 KB of XML at the very worst.
 const DefaultMaxCellSize = 1 << 20
 
+// rowSize is the most text one row may hold (for cells of at most maxCell bytes of XML):
+// 16 MiB (16 cells of the default largest size, some 500 times what a contact's row holds),
+// or two cells of the largest size when cells may be larger.
+func rowSize(maxCell int) int { return max(16<<20, 2*maxCell) }
+
 // maxZipEntries bounds the number of parts of a workbook.
 const maxZipEntries = 10000
 
@@ -87,8 +92,9 @@ type XLSXOptions struct {
 //
 // Opening fails with a clear error for an encrypted workbook (ErrEncryptedWorkbook), an
 // Excel 97-2003 .xls (ErrLegacyXLS), a file that is not a workbook (ErrContentMismatch), a
-// truncated or corrupt file, and one that would unpack to more than MaxUnzipSize
-// (ErrTooLarge).
+// truncated or corrupt file, and one that would unpack to more than MaxUnzipSize or breaks
+// any other bound (ErrTooLarge: a part, an element, a row larger than it may be, see
+// xlsxparts.go). Only the parts the reader needs are unpacked.
 type XLSXReader struct {
 	path     string
 	tmpDir   string
@@ -106,6 +112,7 @@ type XLSXReader struct {
 
 	rowBuf []byte     // the current row's text
 	spans  []cellSpan // where each cell's text is in rowBuf
+	maxRow int        // the most text rowBuf may hold
 
 	totalRows  int64
 	totalBytes int64        // of the worksheet's XML
@@ -180,7 +187,12 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 		return nil, err
 	}
 
-	r := &XLSXReader{path: path, osFile: f}
+	partsCost, err := checkParts(ctx, zr, maxCell)
+	if err != nil {
+		return nil, err
+	}
+
+	r := &XLSXReader{path: path, osFile: f, maxRow: rowSize(maxCell)}
 	if r.tmpDir, r.tmpLock, err = makeTempDir(opts.TempDir); err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
 	}
@@ -189,6 +201,10 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 			_ = r.Close()
 		}
 	}()
+	sstPart := sharedStringsPart(zr)
+	if r.memory, err = claimMemory(ctx, partSize(zr, sstPart), maxCell, partsCost); err != nil {
+		return nil, err
+	}
 	proxy, err := newProxyArchive(ctx, zr)
 	if err != nil {
 		return nil, err
@@ -220,10 +236,6 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 		if r.sheet, err = chooseSheet(r.file, opts); err != nil {
 			return nil, err
 		}
-	}
-	sstPart := sharedStringsPart(zr)
-	if r.memory, err = claimMemory(ctx, partSize(zr, sstPart), maxCell); err != nil {
-		return nil, err
 	}
 	sst, err := loadSharedStrings(ctx, zr, sstPart, maxSheet, maxCell)
 	if err != nil {
@@ -544,6 +556,9 @@ func (r *XLSXReader) readRow() (bool, error) {
 			c := &r.scan.cell
 			start := len(r.rowBuf)
 			r.rowBuf, err = r.cells.appendValue(r.rowBuf, c)
+			if len(r.rowBuf) > r.maxRow {
+				return false, fmt.Errorf("%w: row %d is larger than %d bytes", ErrTooLarge, r.row, r.maxRow)
+			}
 			if err != nil || len(r.rowBuf) > start || c.hasF {
 				r.spans = append(r.spans, cellSpan{col: c.col, start: start, end: len(r.rowBuf), err: err})
 			}

@@ -337,8 +337,9 @@ func TestXLSXBrokenFiles(t *testing.T) {
 	}
 }
 
-// A large worksheet and a large shared-string table are unpacked to temporary files while
-// the sheet is read, and removed on Close.
+// A large worksheet and a large shared-string table are not unpacked to disk (the worksheet
+// is streamed, the shared strings held by the reader); the reader's temporary directory
+// holds its lock only, and is removed on Close.
 func TestXLSXTemporaryFiles(t *testing.T) {
 	t.Parallel()
 	path := simpleWorkbook(t, 40000) // a worksheet and a shared-string table over 1 MiB
@@ -347,7 +348,12 @@ func TestXLSXTemporaryFiles(t *testing.T) {
 	require.NoError(t, err)
 	used, err := os.ReadDir(tmp)
 	require.NoError(t, err)
-	require.NotEmpty(t, used, "the worksheet is on disk, not in memory")
+	require.Len(t, used, 1, "the reader's directory")
+	inside, err := os.ReadDir(filepath.Join(tmp, used[0].Name()))
+	require.NoError(t, err)
+	for _, e := range inside {
+		require.Equal(t, ".lock", e.Name(), "nothing of the workbook is unpacked to disk")
+	}
 	rows := readAll(t, r)
 	require.Len(t, rows, 40000)
 	require.Equal(t, []string{"user39999@example.com", "Name"}, rows[39999].values)
@@ -506,7 +512,7 @@ func TestXLSXMemoryBudget(t *testing.T) {
 	require.ErrorIs(t, err, sources.ErrTooLarge)
 	require.ErrorContains(t, err, "more than the 4194304 all workbooks read at once may take")
 
-	sources.SetXLSXMemory(40 << 20)
+	sources.SetXLSXMemory(64 << 20)
 	opts := sources.XLSXOptions{TempDir: t.TempDir(), MaxCellSize: 8 << 20}
 	first, err := sources.OpenXLSX(context.Background(), path, opts)
 	require.NoError(t, err)

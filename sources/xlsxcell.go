@@ -3,6 +3,7 @@ package sources
 import (
 	"bytes"
 	"cmp"
+	"encoding/xml"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -206,10 +207,19 @@ func (cf *cellFormatter) appendFormatted(dst []byte, c *sheetCell) ([]byte, erro
 	if c.style != nil {
 		doc = append(append(append(doc, ` s="`...), c.style...), '"')
 	}
-	if c.typ != nil {
-		doc = append(append(append(doc, ` t="`...), c.typ...), '"')
+	switch {
+	case string(c.typ) == "s":
+		// excelize has no shared strings (see xlsxparts.go): the string goes in the cell,
+		// which excelize formats as it formats a shared one.
+		doc = append(doc, ` t="inlineStr"><is><t>`...)
+		doc = appendInlineText(doc, cf.sharedText(c.v))
+		doc = append(doc, `</t></is>`...)
+	case c.typ != nil:
+		doc = append(append(append(append(doc, ` t="`...), c.typ...), '"', '>'), c.inner...)
+	default:
+		doc = append(append(doc, '>'), c.inner...)
 	}
-	doc = append(append(append(doc, '>'), c.inner...), `</c></row></sheetData></worksheet>`...)
+	doc = append(doc, `</c></row></sheetData></worksheet>`...)
 	cf.doc = doc
 	cf.file.Pkg.Store(cf.part, doc)
 	rows, err := cf.file.Rows(cf.sheet)
@@ -232,4 +242,39 @@ func (cf *cellFormatter) appendFormatted(dst []byte, c *sheetCell) ([]byte, erro
 	}
 	cf.cache[string(cf.key)] = v
 	return append(dst, v...), nil
+}
+
+// sharedText is the text of the shared-string cell whose value is v, as excelize gives it:
+// the string at that index, or v itself when there is none.
+func (cf *cellFormatter) sharedText(v []byte) string {
+	if len(v) > 0 {
+		i, err := strconv.Atoi(string(bytes.TrimSpace(v)))
+		if err != nil {
+			i = 0 // as excelize reads it
+		}
+		if i >= 0 && i < cf.sst.len() {
+			return cf.sst.at(i)
+		}
+	}
+	return string(v)
+}
+
+// appendInlineText appends s as the text of an inline string that excelize reads back as s:
+// XML's special characters escaped, the characters XML cannot hold written as _xHHHH_, and
+// the "_x" of text that reads like such an escape written as "_x005F_x".
+func appendInlineText(dst []byte, s string) []byte {
+	var b bytes.Buffer
+	for i, r := range s {
+		switch {
+		case r == '_' && strings.HasPrefix(s[i:], "_x"):
+			b.WriteString("_x005F_")
+		case !isXMLChar(r) && r <= 0xFFFF:
+			fmt.Fprintf(&b, "_x%04X_", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	var out bytes.Buffer
+	_ = xml.EscapeText(&out, b.Bytes()) // a bytes.Buffer does not fail
+	return append(dst, out.Bytes()...)
 }

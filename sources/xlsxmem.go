@@ -11,8 +11,9 @@ import (
 )
 
 // The memory an XLSX reader holds is bounded whatever the workbook: the read buffer grows to
-// one cell at most (MaxCellSize), a row is one row, and the shared-string table is kept in
-// memory whole, at most its unpacked size (MaxSheetSize). The readers of one process share a
+// one cell at most (MaxCellSize), a row to rowSize(MaxCellSize), the shared-string table is
+// kept in memory whole, at most its unpacked size (MaxSheetSize), and excelize holds the few
+// small parts it parses (xlsxparts.go). The readers of one process share a
 // budget for all of it (DefaultXLSXMemory, SetXLSXMemory): a reader claims what it may
 // hold before it reads the table, waits while other readers hold the budget, and gives it
 // back on Close. A workbook that alone needs more than the budget fails with ErrTooLarge.
@@ -45,14 +46,16 @@ type memoryClaim struct {
 func (c *memoryClaim) release() { c.once.Do(func() { c.sem.Release(c.n) }) }
 
 // claimMemory claims what a reader may hold: a shared-string table of sstSize bytes of XML
-// (its text and an index of 4 bytes a string), and its buffers for cells of maxCell bytes.
-func claimMemory(ctx context.Context, sstSize int64, maxCell int) (*memoryClaim, error) {
-	n := sstSize + sstSize/2 + 3*int64(maxCell) + 3*scanBuf
+// (its text and an index of 4 bytes a string), its buffers for cells of maxCell bytes and a
+// row of rowSize(maxCell) (and its copy), and what excelize holds of the parts it parsed
+// (partsCost, see checkParts).
+func claimMemory(ctx context.Context, sstSize int64, maxCell int, partsCost int64) (*memoryClaim, error) {
+	n := sstSize + sstSize/2 + 3*int64(maxCell) + 2*int64(rowSize(maxCell)) + 3*scanBuf + partsCost
 	xlsxMemory.Lock()
 	sem, size := xlsxMemory.sem, xlsxMemory.size
 	xlsxMemory.Unlock()
 	if n > size {
-		return nil, fmt.Errorf("%w: reading it takes up to %d bytes of memory (its shared strings unpack to %d), more than the %d all workbooks read at once may take", ErrTooLarge, n, sstSize, size)
+		return nil, fmt.Errorf("%w: reading it takes up to %d bytes of memory (its shared strings unpack to %d, its styles and workbook parts take %d), more than the %d all workbooks read at once may take", ErrTooLarge, n, sstSize, partsCost, size)
 	}
 	if err := sem.Acquire(ctx, n); err != nil {
 		return nil, fmt.Errorf("wait for memory (other workbooks are being read): %w", err)

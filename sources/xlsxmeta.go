@@ -48,7 +48,8 @@ func sheetParts(zr *zip.Reader) map[string]string {
 	return parts
 }
 
-// decodePart unmarshals a small XML part of the archive (at most 16 MiB is read).
+// decodePart unmarshals a small XML part of the archive, one of excelizeParts, which
+// checkParts bounded (at most maxPartSize is read).
 func decodePart(zr *zip.Reader, name string, v any) error {
 	for _, f := range zr.File {
 		if !strings.EqualFold(f.Name, name) {
@@ -59,7 +60,7 @@ func decodePart(zr *zip.Reader, name string, v any) error {
 			return err
 		}
 		defer rc.Close()
-		return xml.NewDecoder(io.LimitReader(rc, 16<<20)).Decode(v)
+		return xml.NewDecoder(io.LimitReader(rc, maxPartSize)).Decode(v)
 	}
 	return io.ErrUnexpectedEOF
 }

@@ -8,19 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
 
 // excelize.OpenReader reads the whole file into memory before it unzips anything, so a
 // 50 MB workbook costs 50 MB of heap whatever excelize does next. To keep a reader's memory
-// flat, OpenXLSX hands excelize a stand-in archive instead: the same entries with the same
-// names, sizes and checksums, but each one's data replaced by an 8-byte key under a private
-// compression method. The decompressor registered for that method looks the key up and
-// streams the real entry out of the file on disk. excelize then sees an ordinary workbook:
-// it applies its unzip limits to the real sizes, keeps small parts in memory and writes
-// large worksheets to temporary files, and its row iterator streams from there.
+// flat, OpenXLSX hands excelize a stand-in archive instead: the entries it needs
+// (excelizeParts, see xlsxparts.go) with the same names, sizes and checksums, but each one's
+// data replaced by an 8-byte key under a private compression method. The decompressor registered for that method looks the key up and
+// streams the real entry out of the file on disk. excelize then sees an ordinary workbook
+// without worksheets (the reader streams them itself, xlsxsheet.go) or shared strings (the
+// reader holds them, and formats a shared-string cell as an inline one, xlsxcell.go).
 //
 // archive/zip still checks every real entry's size and CRC as it is read, so an entry that
 // unpacks to more than its header says (a zip bomb that lies) or is corrupt fails; the error
@@ -71,11 +70,8 @@ func newProxyArchive(ctx context.Context, zr *zip.Reader) (*proxyArchive, error)
 	var buf bytes.Buffer
 	w := zip.NewWriter(&buf)
 	for _, f := range zr.File {
-		if strings.HasSuffix(f.Name, "/") {
-			continue // a folder (ExcelJS lists them): nothing to read, and no data to stand in for
-		}
-		if isWorksheetPart(f.Name) {
-			continue // streamed by the reader itself (xlsxsheet.go)
+		if !isExcelizePart(f.Name) {
+			continue // not needed, never unpacked (see xlsxparts.go)
 		}
 		key := proxySeq.Add(1)
 		e := &proxyEntry{ctx: ctx, file: f}
@@ -172,11 +168,3 @@ type errReadCloser struct{ err error }
 
 func (e errReadCloser) Read([]byte) (int, error) { return 0, e.err }
 func (e errReadCloser) Close() error             { return nil }
-
-// isWorksheetPart reports whether name is a worksheet's XML (not its relationships, nor the
-// folder's own entry).
-func isWorksheetPart(name string) bool {
-	name = strings.ToLower(name)
-	rest, ok := strings.CutPrefix(name, "xl/worksheets/")
-	return ok && rest != "" && !strings.Contains(rest, "/")
-}
