@@ -352,15 +352,16 @@ func (d *demoEnv) summary(dir string, keep bool, took time.Duration) error {
 	fmt.Fprintln(a.stdout)
 	t := a.table("RUN", "STEP", "LIST", "READ", "SENT", "REJECTED", "DUPLICATES", "SUPPRESSED", "UNCHANGED", "REMOVED", "TIME")
 	for _, r := range d.res.Runs {
-		c := r.Run.Counts
 		list := "-"
 		if r.Run.ListID != 0 {
 			list = fmt.Sprint(r.Run.ListID)
 		}
-		if r.Run.Kind == state.KindStatusPull {
-			t.row(r.Run.ID, r.Step, list, c.Read, "-", "-", c.Duplicates, "-", "-", "-", demoDuration(r.Run.DurationMS))
+		if r.Run.Counts == nil { // a status pull: changes read, already known
+			ch := r.Run.Changes
+			t.row(r.Run.ID, r.Step, list, ch["read"], "-", "-", ch["already_known"], "-", "-", "-", demoDuration(r.Run.DurationMS))
 			continue
 		}
+		c := r.Run.Counts
 		t.row(r.Run.ID, r.Step, list, c.Read, c.Sent, c.Rejected, c.Duplicates, c.Suppressed, c.Unchanged, c.Removed,
 			demoDuration(r.Run.DurationMS))
 	}

@@ -109,7 +109,7 @@ func TestDemoJSONKeep(t *testing.T) {
 
 	// The CSV import: every row read; bad rows rejected with their codes; the duplicate left out.
 	require.Equal(t, countsJSON{Read: w.csvRows, Sent: w.csvRows - w.csvBad - w.csvDups, Rejected: w.csvBad,
-		Duplicates: w.csvDups, Batches: 1, Requests: 1}, imp.Run.Counts) // under 1000 rows: one bulkinsert
+		Duplicates: w.csvDups, Batches: 1, Requests: 1}, *imp.Run.Counts) // under 1000 rows: one bulkinsert
 	require.Equal(t, w.csvCodes, imp.Rejects)
 	// The workbook, below its title row.
 	require.Equal(t, w.xlsxRows, xlsx.Run.Counts.Read)
@@ -117,16 +117,16 @@ func TestDemoJSONKeep(t *testing.T) {
 	require.Equal(t, w.xlsxCodes, xlsx.Rejects)
 	// The status pull records every change the service made.
 	require.Equal(t, "status_pull", pull.Run.Kind)
-	require.Equal(t, w.suppressed, pull.Run.Counts.Read)
-	require.Zero(t, pull.Run.Counts.Duplicates)
+	require.Equal(t, w.suppressed, pull.Run.Changes["read"])
+	require.Zero(t, pull.Run.Changes["already_known"])
 	// The sync of the same file: the people who left suppressed, the rest unchanged, nothing sent.
 	require.Equal(t, countsJSON{Read: w.csvRows, Rejected: w.csvBad, Duplicates: w.csvDups, Suppressed: w.suppressed,
-		Unchanged: w.csvRows - w.csvBad - w.csvDups - w.suppressed}, sync.Run.Counts)
+		Unchanged: w.csvRows - w.csvBad - w.csvDups - w.suppressed}, *sync.Run.Counts)
 	require.Equal(t, w.csvCodes, sync.Rejects)
 	// The CRM changed: the new address sent; the old one and those who left unsubscribed.
 	require.Equal(t, countsJSON{Read: w.csvRows - demoLeave, Sent: 1, Rejected: w.csvBad, Duplicates: w.csvDups,
 		Suppressed: w.suppressed, Unchanged: w.csvRows - demoLeave - w.csvBad - w.csvDups - w.suppressed - 1,
-		Batches: 1, Requests: 2, Removed: demoLeave + 1}, resync.Run.Counts)
+		Batches: 1, Requests: 2, Removed: demoLeave + 1}, *resync.Run.Counts)
 
 	// The service holds each good address once, with the statuses it was given.
 	news := w.csvRows - w.csvBad - w.csvDups

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/state"
 )
 
@@ -80,14 +81,14 @@ import the file again: subsync ignores its subsync: columns and takes the quotin
 					}
 					return a.printJSON(out)
 				}
-				t := a.table("RUN", "JOB", "KIND", "NAME", "LIST", "STATE", "READ", "SENT", "REJECTED", "STARTED", "DURATION")
+				t := a.table("RUN", "JOB", "KIND", "NAME", "LIST", "STATE", "STARTED", "DURATION", "WHAT IT DID")
 				for _, r := range runs {
 					list := ""
 					if r.ListID != 0 {
 						list = fmt.Sprint(r.ListID)
 					}
-					t.row(r.ID, r.JobID, r.Kind, r.Name, list, r.State, r.Counts.Read, r.Counts.Sent, r.Counts.Rejected,
-						formatTime(r.StartedAt), formatDuration(r.Duration()))
+					t.row(r.ID, r.JobID, r.Kind, r.Name, list, r.State, formatTime(r.StartedAt), formatDuration(r.Duration()),
+						jobs.DescribeRun(r).Summary())
 				}
 				return t.flush()
 			}

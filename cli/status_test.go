@@ -42,9 +42,14 @@ source = { path = %q }
 
 	pull := decode[runJSON](t, h.ok("status", "pull", "--wait", "--json"))
 	require.Equal(t, "completed", pull.State)
-	require.Equal(t, int64(2), pull.Counts.Read)
-	require.Zero(t, pull.Counts.Sent)
-	require.Contains(t, pull.Error, "csv write-back to "+filepath.Join(h.dir, "out", "changes.csv")+" failed")
+	require.Nil(t, pull.Counts, "a status pull sends no rows")
+	require.Equal(t, int64(2), pull.Changes["read"])
+	require.Equal(t, int64(2), pull.Changes["recorded"])
+	require.Zero(t, pull.Changes["written_back"])
+	require.Equal(t, int64(1), pull.Changes["requests"], "the feed was read in one request")
+	require.Equal(t, "2 changes read, 2 recorded", pull.Summary)
+	require.Empty(t, pull.Error, "a completed run has no error")
+	require.Contains(t, pull.Note, "csv write-back to "+filepath.Join(h.dir, "out", "changes.csv")+" failed")
 
 	st := decode[statusJSON](t, h.ok("status", "--json"))
 	require.NotNil(t, st.Cursor)
@@ -65,8 +70,13 @@ source = { path = %q }
 
 	require.NoError(t, os.Remove(blocker))
 	pull = decode[runJSON](t, h.ok("status", "pull", "--wait", "--json"))
-	require.Equal(t, int64(2), pull.Counts.Sent)
+	require.Equal(t, int64(2), pull.Changes["written_back"])
 	require.Empty(t, pull.Error)
+	require.Empty(t, pull.Note)
+	shown := h.ok("runs", fmt.Sprint(pull.ID))
+	require.Regexp(t, `changes read: +2\n`, shown)
+	require.Regexp(t, `written back: +2\n`, shown)
+	require.NotRegexp(t, `(?m)^(sent|rows read|rejected):`, shown, "no words of an import")
 	st = decode[statusJSON](t, h.ok("status", "--json"))
 	require.Zero(t, st.WriteBacks[0].Pending)
 	require.Equal(t, int64(2), st.WriteBacks[0].Done)
@@ -80,8 +90,10 @@ source = { path = %q }
 	// A reconciliation finds the same two, already known.
 	rec := decode[runJSON](t, h.ok("status", "reconcile", "--wait", "--json"))
 	require.Equal(t, "completed", rec.State)
-	require.Equal(t, int64(2), rec.Counts.Read)
-	require.Equal(t, int64(2), rec.Counts.Duplicates)
+	require.Equal(t, int64(2), rec.Reconciled["found"])
+	require.Equal(t, int64(2), rec.Reconciled["already_known"])
+	require.Equal(t, int64(0), rec.Reconciled["recorded"])
+	require.Positive(t, rec.Reconciled["requests"])
 }
 
 // TestDryRun: sync and import --dry-run send nothing and print the plan; --plan writes one

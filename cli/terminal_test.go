@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/state"
 )
 
 // screen plays terminal output as a terminal shows it: a carriage return goes back to the
@@ -56,25 +57,82 @@ func TestLogLinesNeverDrawnOverTheBar(t *testing.T) {
 	a.isTerminal = func(v any) bool { return v == a.stderr }
 	a.logFormat, a.logLevel = logAuto, "info"
 	require.NoError(t, a.setup(nil, nil)) // the logger writes to the terminal through a.term
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	p := a.newProgress(context.Background())
-	p.update(jobs.Progress{RunID: 1, State: "running", TotalRows: 1000, Rows: 10})
+	p.now = func() time.Time { return now }
+	p.update(jobs.Progress{RunID: 1, Kind: "import", State: "running", TotalRows: 1000})
+	now = now.Add(time.Second)
+	p.update(jobs.Progress{RunID: 1, Kind: "import", State: "running", TotalRows: 1000, Rows: 100, Counts: state.Counts{Sent: 90}})
 	a.log.Info("first line", slog.Int("n", 1))
 	a.log.Info("second line")
 	lines := screen(term.Bytes())
 	require.Len(t, lines, 3, "%q", lines)
 	require.Regexp(t, `^time=\S+ level=INFO msg="first line" n=1$`, lines[0])
 	require.Regexp(t, `^time=\S+ level=INFO msg="second line"$`, lines[1])
-	// The bar, drawn again below the log lines: rows, rows per second (or hour) and the ETA
-	// ([elapsed:left]).
-	require.Regexp(t, `\(\d+/1000, \d+ rows/(s|min|hr)\) \[\d+s:\d+s\] running: 0 sent`, lines[2])
+	// The bar, drawn again below the log lines: rows, rows per second and the time left.
+	require.Equal(t, "[==>                 ]  10%  100 of 1000 rows  100 rows/s  9s left  running: 90 sent, 0 rejected", lines[2])
 
+	now = now.Add(9 * time.Second)
+	p.update(jobs.Progress{RunID: 1, Kind: "import", State: "completed", TotalRows: 1000, Rows: 1000, Counts: state.Counts{Sent: 990, Rejected: 10}})
 	p.done()
 	lines = screen(term.Bytes())
 	require.Len(t, lines, 4, "%q", lines)
-	require.Contains(t, lines[2], "(1000/1000", "the finished bar keeps its line")
+	require.Equal(t, "completed: 1000 rows in 10s (100 rows/s): 990 sent, 10 rejected", lines[2], "the last line keeps its place")
 	require.Empty(t, lines[3], "what follows starts on a line of its own")
 	a.log.Info("after")
 	require.Regexp(t, `^time=\S+ level=INFO msg=after$`, screen(term.Bytes())[3])
+}
+
+// TestProgressCountsRowsNotBytes: a CSV's size is known before its row count: the bar fills
+// by bytes, but the line counts rows and rows per second, never bytes as rows; a run
+// cancelled on the way says where it stopped, not 100%.
+func TestProgressCountsRowsNotBytes(t *testing.T) {
+	t.Parallel()
+	var term bytes.Buffer
+	a := newApp(strings.NewReader(""), &bytes.Buffer{}, &term)
+	a.isTerminal = func(v any) bool { return v == a.stderr }
+	a.logFormat, a.logLevel = logAuto, "info"
+	require.NoError(t, a.setup(nil, nil))
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	p := a.newProgress(context.Background())
+	p.now = func() time.Time { return now }
+	const size = 700_283_113
+	p.update(jobs.Progress{RunID: 2, Kind: "import", State: "running", TotalBytes: size})
+	require.Equal(t, "[>                   ]   0%  0 rows  running: 0 sent, 0 rejected", screen(term.Bytes())[0])
+	now = now.Add(2 * time.Second)
+	p.update(jobs.Progress{RunID: 2, Kind: "import", State: "running", Rows: 12_000, Bytes: size / 5, TotalBytes: size,
+		Counts: state.Counts{Sent: 12_000}})
+	line := screen(term.Bytes())[0]
+	require.Equal(t, "[===>                ]  20%  12000 rows  6000 rows/s  8s left  running: 12000 sent, 0 rejected", line)
+	require.NotContains(t, line, "700283113")
+
+	now = now.Add(time.Second)
+	p.update(jobs.Progress{RunID: 2, Kind: "import", State: "cancelled", Rows: 12_000, Bytes: size / 5, TotalBytes: size,
+		Counts: state.Counts{Sent: 12_000}})
+	p.done()
+	lines := screen(term.Bytes())
+	require.Equal(t, "cancelled at 12000 rows (20% of the file): 12000 sent, 0 rejected", lines[0])
+	require.NotContains(t, strings.Join(lines, "\n"), "100%")
+
+	// With the row count known: "cancelled at N of M".
+	term.Reset()
+	p = a.newProgress(context.Background())
+	p.now = func() time.Time { return now }
+	p.update(jobs.Progress{RunID: 3, Kind: "sync", State: "running", TotalRows: 60_000})
+	p.update(jobs.Progress{RunID: 3, Kind: "sync", State: "cancelled", Rows: 12_000, TotalRows: 60_000})
+	p.done()
+	require.Equal(t, "cancelled at 12000 of 60000 rows: 0 sent, 0 rejected", screen(term.Bytes())[0])
+
+	// A status pull counts changes in its own words.
+	term.Reset()
+	p = a.newProgress(context.Background())
+	p.now = func() time.Time { return now }
+	p.update(jobs.Progress{RunID: 4, Kind: "status_pull", Name: "status", State: "running"})
+	now = now.Add(time.Second)
+	p.update(jobs.Progress{RunID: 4, Kind: "status_pull", Name: "status", State: "completed", Rows: 148,
+		Counts: state.Counts{Read: 148, Duplicates: 140, Sent: 8, Requests: 2}})
+	p.done()
+	require.Equal(t, "completed: 148 changes in 1s (148 changes/s): 148 changes read, 8 recorded, 8 written back", screen(term.Bytes())[0])
 }
 
 // TestProgressLinesCarryRealTotals: off a terminal, progress is a JSON log line with the

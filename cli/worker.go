@@ -264,23 +264,34 @@ func (a *app) queued(ctx context.Context, rt *jobs.Runtime, jobID int64, wait, a
 
 // runJSON is a run of the history as --json prints it.
 type runJSON struct {
-	ID         int64      `json:"id"`
-	JobID      int64      `json:"job_id"`
-	Kind       string     `json:"kind"`
-	Name       string     `json:"name"`
-	ListID     int64      `json:"list_id,omitempty"`
-	Source     string     `json:"source,omitempty"`
-	State      string     `json:"state"`
-	Error      string     `json:"error,omitempty"`
-	Position   int64      `json:"position"`
-	TotalRows  int64      `json:"total_rows,omitempty"`
-	Counts     countsJSON `json:"counts"`
-	Attempts   int        `json:"attempts"`
-	Worker     string     `json:"worker,omitempty"`
-	Scheduled  time.Time  `json:"scheduled_at"`
-	Started    *time.Time `json:"started_at,omitempty"`
-	Finished   *time.Time `json:"finished_at,omitempty"`
-	DurationMS int64      `json:"duration_ms"`
+	ID     int64  `json:"id"`
+	JobID  int64  `json:"job_id"`
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	ListID int64  `json:"list_id,omitempty"`
+	Source string `json:"source,omitempty"`
+	State  string `json:"state"`
+	// Error is why a run failed or was cancelled, or why its last attempt stopped; Note is
+	// what a completed run reports (a verification's difference, an erasure's audit line, a
+	// write-back that failed or matched nothing). A run has one or the other, or neither.
+	Error     string `json:"error,omitempty"`
+	Note      string `json:"note,omitempty"`
+	Position  int64  `json:"position"`
+	TotalRows int64  `json:"total_rows,omitempty"`
+	// Summary tells the run's counts on one line in the words of its kind. An import or a
+	// sync has Counts; a status pull Changes; a reconciliation Reconciled; an erasure Erasure
+	// (see jobs.DescribeRun for the keys).
+	Summary    string           `json:"summary"`
+	Counts     *countsJSON      `json:"counts,omitempty"`
+	Changes    map[string]int64 `json:"changes,omitempty"`
+	Reconciled map[string]int64 `json:"reconciled,omitempty"`
+	Erasure    map[string]int64 `json:"erasure,omitempty"`
+	Attempts   int              `json:"attempts"`
+	Worker     string           `json:"worker,omitempty"`
+	Scheduled  time.Time        `json:"scheduled_at"`
+	Started    *time.Time       `json:"started_at,omitempty"`
+	Finished   *time.Time       `json:"finished_at,omitempty"`
+	DurationMS int64            `json:"duration_ms"`
 	// Warnings counts the values dropped from rows that were sent (on_invalid = "drop"), by
 	// code; only in the output of one run.
 	Warnings map[string]int64 `json:"warnings,omitempty"`
@@ -308,13 +319,29 @@ func timePtr(t time.Time) *time.Time {
 
 func toRunJSON(r state.Run) runJSON {
 	c := r.Counts
-	return runJSON{
+	words := jobs.DescribeRun(r)
+	j := runJSON{
 		ID: r.ID, JobID: r.JobID, Kind: r.Kind, Name: r.Name, ListID: r.ListID, Source: r.Source,
-		State: string(r.State), Error: r.Error, Position: r.Position, TotalRows: r.TotalRows,
-		Counts:   countsJSON{c.Read, c.Sent, c.Rejected, c.Duplicates, c.Suppressed, c.Unchanged, c.Batches, c.Requests, c.Retries, c.Removed},
+		State: string(r.State), Position: r.Position, TotalRows: r.TotalRows, Summary: words.Summary(),
 		Attempts: r.Attempts, Worker: r.Worker, Scheduled: r.ScheduledAt,
 		Started: timePtr(r.StartedAt), Finished: timePtr(r.FinishedAt), DurationMS: r.Duration().Milliseconds(),
 	}
+	if r.State == state.RunCompleted {
+		j.Note = r.Error
+	} else {
+		j.Error = r.Error
+	}
+	switch words.Object {
+	case "changes":
+		j.Changes = words.Map()
+	case "reconciled":
+		j.Reconciled = words.Map()
+	case "erasure":
+		j.Erasure = words.Map()
+	default:
+		j.Counts = &countsJSON{c.Read, c.Sent, c.Rejected, c.Duplicates, c.Suppressed, c.Unchanged, c.Batches, c.Requests, c.Retries, c.Removed}
+	}
+	return j
 }
 
 // shownWarnings is how many of a run's warnings printRun lists.
@@ -334,7 +361,6 @@ func (a *app) printRun(ctx context.Context, store *state.Store, r state.Run, asJ
 		}
 		return a.printJSON(j)
 	}
-	c := r.Counts
 	pairs := []any{
 		"run", r.ID, "job", r.JobID, "kind", r.Kind, "name", r.Name,
 	}
@@ -352,10 +378,10 @@ func (a *app) printRun(ctx context.Context, store *state.Store, r state.Run, asJ
 		}
 		pairs = append(pairs, label, r.Error)
 	}
+	for _, f := range jobs.DescribeRun(r).Facts {
+		pairs = append(pairs, f.Label, f.Value)
+	}
 	pairs = append(pairs,
-		"rows read", c.Read, "sent", c.Sent, "rejected", c.Rejected, "duplicates", c.Duplicates,
-		"suppressed", c.Suppressed, "unchanged", c.Unchanged, "removed", c.Removed, "batches", c.Batches,
-		"requests", fmt.Sprintf("%d (%d retries)", c.Requests, c.Retries),
 		"attempts", r.Attempts, "started", formatTime(r.StartedAt), "finished", formatTime(r.FinishedAt),
 		"duration", r.Duration().Round(time.Millisecond),
 	)

@@ -205,10 +205,7 @@ func (a *attempt) finish(ctx, jobCtx context.Context, workErr, cause error) erro
 		if got, err := rt.store.Run(ctx, run.ID); err == nil {
 			rt.metrics.runFinished(run, st, got.Duration())
 			rt.runFinal(ctx, got)
-			a.log.InfoContext(ctx, "run "+string(st), slog.Int64("read", got.Counts.Read), slog.Int64("sent", got.Counts.Sent),
-				slog.Int64("rejected", got.Counts.Rejected), slog.Int64("suppressed", got.Counts.Suppressed),
-				slog.Int64("unchanged", got.Counts.Unchanged), slog.Int64("duplicates", got.Counts.Duplicates),
-				slog.Duration("duration", got.Duration()), slog.String("error", msg))
+			a.log.LogAttrs(ctx, slog.LevelInfo, "run "+string(st), runAttrs(got, msg)...)
 		}
 		for _, f := range a.onFinal {
 			f(ctx)

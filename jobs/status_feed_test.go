@@ -118,7 +118,7 @@ func TestStatusPullPaged25000(t *testing.T) {
 		rt := b.open(t)
 		id, err := rt.EnqueueStatusPull(ctx)
 		pull := waitRun(t, rt, id, err)
-		require.Equal(t, state.Counts{Read: n}, pull.Counts)
+		require.Equal(t, state.Counts{Read: n, Requests: 25}, pull.Counts)
 		require.Empty(t, pull.Error)
 		require.Equal(t, int64(n), suppressedTotal(t, rt), "every person suppressed")
 		sup, err := rt.State().Suppressed(ctx, b.listID, []string{emails[0], emails[n-1]})
@@ -134,7 +134,7 @@ func TestStatusPullPaged25000(t *testing.T) {
 
 		id, err = rt.EnqueueStatusPull(ctx)
 		again := waitRun(t, rt, id, err)
-		require.Equal(t, state.Counts{Read: n, Duplicates: n}, again.Counts, "the second pull records nothing")
+		require.Equal(t, state.Counts{Read: n, Duplicates: n, Requests: n / 1000}, again.Counts, "the second pull records nothing")
 		require.Equal(t, int64(n), suppressedTotal(t, rt))
 	})
 }
@@ -180,7 +180,7 @@ func TestStatusPullReadCountedOnce(t *testing.T) {
 		run := waitRun(t, rt, id, nil)
 		require.Equal(t, state.RunCompleted, run.State)
 		require.GreaterOrEqual(t, run.Attempts, 2)
-		require.Equal(t, state.Counts{Read: 5, Sent: 5}, run.Counts, "read once, though two attempts read it")
+		require.Equal(t, state.Counts{Read: 5, Sent: 5, Requests: 2}, run.Counts, "read once, though two attempts read it")
 		got, writes := crm.statuses(t)
 		require.Equal(t, map[string]int{"": 15, "unsubscribed": 5}, got)
 		require.Equal(t, 5, writes)
@@ -214,7 +214,7 @@ func TestReconcileOnItsOwn(t *testing.T) {
 		id, err = rt.EnqueueReconcile(ctx)
 		rec := waitRun(t, rt, id, err)
 		require.Equal(t, "reconcile", rec.Name)
-		require.Equal(t, state.Counts{Read: 1}, rec.Counts)
+		require.Equal(t, state.Counts{Read: 1, Requests: 2}, rec.Counts)
 		sup, err := rt.State().Suppressed(ctx, b.listID, []string{"a@example.com", "b@example.com"})
 		require.NoError(t, err)
 		require.Equal(t, map[string]string{"a@example.com": "unsubscribed"}, sup)
@@ -228,7 +228,7 @@ func TestReconcileOnItsOwn(t *testing.T) {
 
 		id, err = rt.EnqueueReconcile(ctx)
 		rec = waitRun(t, rt, id, err)
-		require.Equal(t, state.Counts{}, rec.Counts, "since the last reconciliation minus a day: nothing updated")
+		require.Equal(t, state.Counts{Requests: 2}, rec.Counts, "since the last reconciliation minus a day: nothing updated")
 	})
 }
 
@@ -261,7 +261,8 @@ func TestStatusLoopEverySwitch(t *testing.T) {
 
 			id, err = rt.EnqueueStatusPull(ctx)
 			pull := waitRun(t, rt, id, err)
-			require.Equal(t, state.Counts{Read: 5, Sent: 5}, pull.Counts)
+			require.Positive(t, pull.Counts.Requests, "the feed's pages are counted")
+			require.Equal(t, state.Counts{Read: 5, Sent: 5, Requests: pull.Counts.Requests}, pull.Counts)
 			require.Empty(t, pull.Error)
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
@@ -278,7 +279,7 @@ func TestStatusLoopEverySwitch(t *testing.T) {
 
 			id, err = rt.EnqueueStatusPull(ctx)
 			second := waitRun(t, rt, id, err)
-			require.Equal(t, state.Counts{Read: 5, Duplicates: 5}, second.Counts, "nothing new")
+			require.Equal(t, state.Counts{Read: 5, Duplicates: 5, Requests: pull.Counts.Requests}, second.Counts, "nothing new")
 		})
 	}
 }
@@ -318,7 +319,8 @@ func TestStatusPullCappedFeed(t *testing.T) {
 
 	id, err = rt.EnqueueReconcile(ctx)
 	rec := waitRun(t, rt, id, err)
-	require.Equal(t, state.Counts{Read: 150, Duplicates: 100}, rec.Counts)
+	require.Positive(t, rec.Counts.Requests, "the pages of by_list are counted")
+	require.Equal(t, state.Counts{Read: 150, Duplicates: 100, Requests: rec.Counts.Requests}, rec.Counts)
 	require.Equal(t, int64(150), suppressedTotal(t, rt), "every person suppressed")
 }
 
@@ -362,7 +364,7 @@ func TestStatusPullLinkPaged(t *testing.T) {
 		rt := b.open(t)
 		id, err := rt.EnqueueStatusPull(ctx)
 		pull := waitRun(t, rt, id, err)
-		require.Equal(t, state.Counts{Read: 60}, pull.Counts)
+		require.Equal(t, state.Counts{Read: 60, Requests: 3}, pull.Counts)
 		require.Equal(t, int64(60), suppressedTotal(t, rt))
 		pages := 0
 		for _, r := range b.emu.Requests() {
@@ -374,7 +376,7 @@ func TestStatusPullLinkPaged(t *testing.T) {
 
 		id, err = rt.EnqueueStatusPull(ctx)
 		again := waitRun(t, rt, id, err)
-		require.Equal(t, state.Counts{Read: 60, Duplicates: 60}, again.Counts, "the second pull records nothing new")
+		require.Equal(t, state.Counts{Read: 60, Duplicates: 60, Requests: 3}, again.Counts, "the second pull records nothing new")
 		require.Equal(t, int64(60), suppressedTotal(t, rt))
 	})
 }

@@ -148,9 +148,10 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 		if err != nil {
 			return err
 		}
-		read := len(recs)
+		read, requests := len(recs), feed.Requests
 		if rt.cfg.StatusPull.Reconcile {
-			found, err := rt.reconcile(ctx, from, to)
+			found, pages, err := rt.reconcile(ctx, from, to)
+			requests += pages
 			if err != nil {
 				return err
 			}
@@ -163,6 +164,7 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 			added += n
 		}
 		delta := a.onceCounts(read, added)
+		delta.Requests = int64(requests)
 		if err := rt.store.Checkpoint(ctx, state.Checkpoint{RunID: a.run.ID, Owner: a.owner, TTL: rt.cfg.LeaseTTL,
 			Position: a.run.Position + delta.Read, Delta: delta}); err != nil {
 			return err
@@ -245,7 +247,7 @@ func (rt *Runtime) reconcileRun(ctx context.Context, a *attempt) error {
 		from = cursor.Add(-MinStatusOverlap)
 	}
 	to := time.Now().UTC().Truncate(time.Millisecond)
-	found, err := rt.reconcile(ctx, from, to)
+	found, requests, err := rt.reconcile(ctx, from, to)
 	if err != nil {
 		return err
 	}
@@ -254,6 +256,7 @@ func (rt *Runtime) reconcileRun(ctx context.Context, a *attempt) error {
 		return err
 	}
 	delta := a.onceCounts(len(found), n)
+	delta.Requests = int64(requests)
 	if err := rt.store.Checkpoint(ctx, state.Checkpoint{RunID: a.run.ID, Owner: a.owner, TTL: rt.cfg.LeaseTTL,
 		Position: a.run.Position + delta.Read, Delta: delta}); err != nil {
 		return err
@@ -264,16 +267,19 @@ func (rt *Runtime) reconcileRun(ctx context.Context, a *attempt) error {
 }
 
 // reconcile reads, for the list of every sync, the subscribers the service holds as
-// unsubscribed or bounced, updated after from (everything when zero).
-func (rt *Runtime) reconcile(ctx context.Context, from, now time.Time) ([]state.StatusChange, error) {
+// unsubscribed or bounced, updated after from (everything when zero). It returns them and
+// how many pages it read.
+func (rt *Runtime) reconcile(ctx context.Context, from, now time.Time) ([]state.StatusChange, int, error) {
 	var out []state.StatusChange
+	requests := 0
 	for _, list := range rt.reconcileLists() {
 		for _, status := range []string{sink.StatusUnsubscribed, sink.StatusBounce} {
 			for page := 1; ; page++ {
 				recs, err := rt.sink.SubscribersByList(ctx, sink.ByListQuery{ListID: list, Page: page,
 					PerPage: sink.MaxPerPage, Status: status, UpdatedAfter: from})
+				requests++
 				if err != nil {
-					return nil, fmt.Errorf("reconcile list %d (%s): %w", list, status, err)
+					return nil, requests, fmt.Errorf("reconcile list %d (%s): %w", list, status, err)
 				}
 				for _, r := range recs {
 					at, err := time.Parse(time.RFC3339Nano, r.DateUpdated)
@@ -289,7 +295,7 @@ func (rt *Runtime) reconcile(ctx context.Context, from, now time.Time) ([]state.
 			}
 		}
 	}
-	return out, nil
+	return out, requests, nil
 }
 
 // reconcileLists are the lists of every sync, each once.

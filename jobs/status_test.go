@@ -135,7 +135,7 @@ func TestStatusLoopEndToEnd(t *testing.T) {
 
 		id, err = rt.EnqueueStatusPull(ctx)
 		pull := waitRun(t, rt, id, err)
-		require.Equal(t, state.Counts{Read: 70, Sent: 70}, pull.Counts, "70 changes fetched, 70 written back")
+		require.Equal(t, state.Counts{Read: 70, Sent: 70, Requests: 1}, pull.Counts, "70 changes fetched, 70 written back")
 		require.Empty(t, pull.Error)
 		got, writes := crm.statuses(t)
 		require.Equal(t, map[string]int{"": 930, "unsubscribed": 50, "bounce": 20}, got)
@@ -159,7 +159,7 @@ func TestStatusLoopEndToEnd(t *testing.T) {
 
 		id, err = rt.EnqueueStatusPull(ctx)
 		again := waitRun(t, rt, id, err)
-		require.Equal(t, state.Counts{Read: 70, Duplicates: 70}, again.Counts, "a second pull writes nothing new")
+		require.Equal(t, state.Counts{Read: 70, Duplicates: 70, Requests: 1}, again.Counts, "a second pull writes nothing new")
 		_, writes = crm.statuses(t)
 		require.Equal(t, 70, writes)
 
@@ -238,7 +238,7 @@ func TestWriteBackRetriedAfterSourceDown(t *testing.T) {
 		id, err := rt.EnqueueStatusPull(ctx)
 		pull := waitRun(t, rt, id, err)
 		require.Equal(t, state.RunCompleted, pull.State, "the suppression list is recorded all the same")
-		require.Equal(t, state.Counts{Read: 5}, pull.Counts)
+		require.Equal(t, state.Counts{Read: 5, Requests: 1}, pull.Counts)
 		require.Contains(t, pull.Error, "write-back")
 		require.Contains(t, pull.Error, "retried on the next pull")
 		require.NotContains(t, pull.Error, password)
@@ -264,7 +264,7 @@ func TestWriteBackRetriedAfterSourceDown(t *testing.T) {
 		rt = b.openWith(t, up)
 		id, err = rt.EnqueueStatusPull(ctx)
 		pull = waitRun(t, rt, id, err)
-		require.Equal(t, state.Counts{Read: 5, Duplicates: 5, Sent: 5}, pull.Counts)
+		require.Equal(t, state.Counts{Read: 5, Duplicates: 5, Sent: 5, Requests: 1}, pull.Counts)
 		require.Empty(t, pull.Error)
 		got, writes := crm.statuses(t)
 		require.Equal(t, map[string]int{"": 15, "unsubscribed": 5}, got)

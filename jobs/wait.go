@@ -22,6 +22,8 @@ var (
 type Progress struct {
 	JobID int64
 	RunID int64 // 0 until a worker starts the run
+	// Kind and Name are the run's (see state.Run); empty until a worker starts the run.
+	Kind, Name string
 	// State is "queued" until a worker starts the run, then the run's state.
 	State string
 	// Rows is how many source rows are done (checkpointed); TotalRows is 0 when the source
@@ -62,7 +64,7 @@ func (rt *Runtime) Wait(ctx context.Context, jobID int64, progress func(Progress
 		switch {
 		case err == nil:
 			if progress != nil {
-				progress(Progress{JobID: jobID, RunID: run.ID, State: string(run.State), Rows: run.Position,
+				progress(Progress{JobID: jobID, RunID: run.ID, Kind: run.Kind, Name: run.Name, State: string(run.State), Rows: run.Position,
 					TotalRows: run.TotalRows, Bytes: run.BytesDone, TotalBytes: run.TotalBytes, Counts: run.Counts})
 			}
 			switch run.State {

@@ -7,133 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
-
-// Run kinds, matching the job kinds.
-const (
-	KindImport     = "import"
-	KindSync       = "sync"
-	KindStatusPull = "status_pull"
-	KindForget     = "forget"
-)
-
-// RunState is where a run stands.
-type RunState string
-
-// Run states. Completed, Failed and Cancelled are final.
-const (
-	// RunRunning: an attempt owns the run (see Run.LeaseUntil for whether it is still alive).
-	RunRunning RunState = "running"
-	// RunRetrying: the last attempt failed with a transient error; the queue retries it.
-	RunRetrying RunState = "retrying"
-	// RunInterrupted: the worker shut down gracefully; the run resumes on the next start.
-	RunInterrupted RunState = "interrupted"
-	RunCompleted   RunState = "completed"
-	RunFailed      RunState = "failed"
-	RunCancelled   RunState = "cancelled"
-)
-
-// Final reports whether no more work will happen on a run in this state.
-func (s RunState) Final() bool {
-	return s == RunCompleted || s == RunFailed || s == RunCancelled
-}
-
-// Counts are the row and request counters of a run.
-type Counts struct {
-	Read       int64 // source rows consumed (including unreadable rows)
-	Rejected   int64 // rows not sent because they are invalid (see Rejects)
-	Duplicates int64 // rows whose e-mail appeared earlier in the run
-	Suppressed int64 // rows skipped because the person unsubscribed or bounced
-	Unchanged  int64 // rows skipped because their payload is unchanged since the last push
-	Sent       int64 // rows acknowledged by the service
-	// Removed is the people a sync unsubscribed because they left its source, or because
-	// their key came with a new address (see Store.LoadRoster).
-	Removed  int64
-	Batches  int64 // bulk batches acknowledged
-	Requests int64 // HTTP requests made (including retries and 422 splits)
-	Retries  int64 // HTTP retries
-}
-
-// Add returns c + o.
-func (c Counts) Add(o Counts) Counts {
-	return Counts{
-		Read: c.Read + o.Read, Rejected: c.Rejected + o.Rejected, Duplicates: c.Duplicates + o.Duplicates,
-		Suppressed: c.Suppressed + o.Suppressed, Unchanged: c.Unchanged + o.Unchanged, Sent: c.Sent + o.Sent,
-		Removed: c.Removed + o.Removed,
-		Batches: c.Batches + o.Batches, Requests: c.Requests + o.Requests, Retries: c.Retries + o.Retries,
-	}
-}
-
-// Run is one row of run history.
-type Run struct {
-	ID     int64
-	JobID  int64
-	Kind   string // KindImport, KindSync, KindStatusPull
-	Name   string // sync name, or the file name of an import
-	ListID int64
-	Source string // a path or a source name; never a DSN
-	State  RunState
-	Error  string // why the run failed, or why the last attempt stopped; empty once completed
-
-	// Position is the checkpoint: every source row with Ordinal <= Position is done.
-	Position   int64
-	TotalRows  int64 // 0 when unknown
-	BytesDone  int64 // source bytes consumed at the checkpoint, for files
-	TotalBytes int64 // file size, 0 when unknown
-	Counts     Counts
-	Attempts   int
-	Worker     string // the worker (queue client id) of the latest attempt
-
-	LeaseOwner string
-	LeaseUntil time.Time
-
-	ScheduledAt time.Time // the tick of a scheduled run, or when the job was queued
-	StartedAt   time.Time
-	UpdatedAt   time.Time
-	FinishedAt  time.Time
-}
-
-// Duration is how long the run took, or has taken so far.
-func (r Run) Duration() time.Duration {
-	end := r.FinishedAt
-	if end.IsZero() {
-		end = r.UpdatedAt
-	}
-	if r.StartedAt.IsZero() || end.Before(r.StartedAt) {
-		return 0
-	}
-	return end.Sub(r.StartedAt)
-}
-
-const runColumns = `id, job_id, kind, name, list_id, source, state, error, position, total_rows,
-bytes_done, total_bytes, rows_read, rows_rejected, rows_duplicate, rows_suppressed, rows_unchanged,
-rows_sent, batches, requests, retries, attempts, worker, lease_owner, lease_until, scheduled_at,
-started_at, updated_at, finished_at, rows_removed`
-
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanRun(sc rowScanner) (Run, error) {
-	var r Run
-	var state string
-	var leaseUntil, scheduled, started, updated, finished int64
-	err := sc.Scan(&r.ID, &r.JobID, &r.Kind, &r.Name, &r.ListID, &r.Source, &state, &r.Error,
-		&r.Position, &r.TotalRows, &r.BytesDone, &r.TotalBytes,
-		&r.Counts.Read, &r.Counts.Rejected, &r.Counts.Duplicates, &r.Counts.Suppressed, &r.Counts.Unchanged,
-		&r.Counts.Sent, &r.Counts.Batches, &r.Counts.Requests, &r.Counts.Retries, &r.Attempts, &r.Worker,
-		&r.LeaseOwner, &leaseUntil, &scheduled, &started, &updated, &finished, &r.Counts.Removed)
-	if err != nil {
-		return Run{}, err
-	}
-	r.State = RunState(state)
-	r.LeaseUntil = fromMicros(leaseUntil)
-	r.ScheduledAt = fromMicros(scheduled)
-	r.StartedAt = fromMicros(started)
-	r.UpdatedAt = fromMicros(updated)
-	r.FinishedAt = fromMicros(finished)
-	return r, nil
-}
 
 // Claim describes the run of a job an attempt wants to work.
 type Claim struct {
@@ -262,11 +137,12 @@ func (s *Store) Checkpoint(ctx context.Context, cp Checkpoint) error {
     rows_read = rows_read + $5, rows_rejected = rows_rejected + $6, rows_duplicate = rows_duplicate + $7,
     rows_suppressed = rows_suppressed + $8, rows_unchanged = rows_unchanged + $9, rows_sent = rows_sent + $10,
     batches = batches + $11, requests = requests + $12, retries = retries + $13,
-    lease_until = `+now+` + $14, updated_at = `+now+`, rows_removed = rows_removed + $15
+    lease_until = `+now+` + $14, updated_at = `+now+`, rows_removed = rows_removed + $15,
+    rows_unmatched = rows_unmatched + $16
 WHERE id = $1 AND lease_owner = $2`,
 			cp.RunID, cp.Owner, cp.Position, cp.BytesDone,
 			d.Read, d.Rejected, d.Duplicates, d.Suppressed, d.Unchanged, d.Sent, d.Batches, d.Requests, d.Retries,
-			cp.TTL.Microseconds(), d.Removed)
+			cp.TTL.Microseconds(), d.Removed, d.Unmatched)
 		if err != nil {
 			return fmt.Errorf("checkpoint run %d: %w", cp.RunID, err)
 		}
@@ -366,93 +242,6 @@ WHERE job_id = $1 AND state NOT IN ('completed', 'failed', 'cancelled')
 		return false, fmt.Errorf("close run of job %d: %w", jobID, err)
 	}
 	return n > 0, nil
-}
-
-// Run returns one run by id.
-func (s *Store) Run(ctx context.Context, id int64) (Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, "SELECT "+runColumns+" FROM subsync_run WHERE id = $1", id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, fmt.Errorf("run %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return Run{}, fmt.Errorf("read run %d: %w", id, err)
-	}
-	return r, nil
-}
-
-// RunByJob returns the run of a job.
-func (s *Store) RunByJob(ctx context.Context, jobID int64) (Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, "SELECT "+runColumns+" FROM subsync_run WHERE job_id = $1", jobID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, fmt.Errorf("run of job %d: %w", jobID, ErrNotFound)
-	}
-	if err != nil {
-		return Run{}, fmt.Errorf("read run of job %d: %w", jobID, err)
-	}
-	return r, nil
-}
-
-// RunFilter selects runs for [Store.Runs]. Zero fields select everything.
-type RunFilter struct {
-	Kind   string
-	Name   string
-	States []RunState
-	// BeforeID pages backwards: only runs with a smaller id.
-	BeforeID int64
-	// Limit caps the result; 0 means 50.
-	Limit int
-}
-
-// Runs lists runs, newest first.
-func (s *Store) Runs(ctx context.Context, f RunFilter) ([]Run, error) {
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	if f.Kind != "" {
-		where = append(where, "kind = "+arg(f.Kind))
-	}
-	if f.Name != "" {
-		where = append(where, "name = "+arg(f.Name))
-	}
-	if len(f.States) > 0 {
-		var in []string
-		for _, st := range f.States {
-			in = append(in, arg(string(st)))
-		}
-		where = append(where, "state IN ("+strings.Join(in, ", ")+")")
-	}
-	if f.BeforeID > 0 {
-		where = append(where, "id < "+arg(f.BeforeID))
-	}
-	q := "SELECT " + runColumns + " FROM subsync_run"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 50
-	}
-	q += " ORDER BY id DESC LIMIT " + arg(limit)
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	defer rows.Close()
-	var runs []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
-		}
-		runs = append(runs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	return runs, nil
 }
 
 // ExpiredLeases returns the job ids of runs in RunRunning whose lease has expired on the

@@ -151,6 +151,8 @@ func TestPagesInBrowser(t *testing.T) {
 			require.Len(t, rows, 2, "the import and the status pull")
 			require.Contains(t, rows[1], "kontakter.csv")
 			require.Contains(t, rows[1], "completed")
+			// Each kind of run in its own words: the status pull read changes, it sent nothing.
+			require.Regexp(t, `\d+ changes read, \d+ recorded`, rows[0])
 			p.Screenshot(filepath.Join(shots, "runs.png"))
 			look()
 
@@ -182,6 +184,14 @@ func TestPagesInBrowser(t *testing.T) {
 			require.Equal(t, []string{"E-post", "Fornavn", "Etternavn", "Mobil", "subsync:kind", "subsync:line", "subsync:column",
 				"subsync:code", "subsync:reason"}, recs[0])
 			require.Equal(t, `'=HYPERLINK("http://x")`, recs[2][0])
+
+			// The status pull's page tells what it did in its words, with no "sent".
+			require.Equal(t, 200, p.Navigate(fmt.Sprintf("%s/runs/%d", srv.URL, d.pullID)))
+			pull := p.Text("#counts")
+			require.Contains(t, pull, "Changes read\t")
+			require.Contains(t, pull, "Requests\t1")
+			require.NotContains(t, pull, "Sent")
+			require.NotContains(t, pull, "Rows read")
 
 			// The suppression search finds the person who unsubscribed, learnt by the pull.
 			require.Equal(t, 200, p.Navigate(srv.URL+"/suppression"))

@@ -36,6 +36,13 @@ func (s *Server) parseTemplates() error {
 			}
 			return v
 		},
+		"words": jobs.DescribeRun,
+		"capital": func(s string) string {
+			if s == "" {
+				return s
+			}
+			return strings.ToUpper(s[:1]) + s[1:]
+		},
 		"list": func(id int64) string {
 			if id == state.AllLists {
 				return "all lists"

@@ -27,6 +27,9 @@ type demoJSON struct {
 			Counts struct {
 				Read, Sent, Rejected, Duplicates, Suppressed, Unchanged, Removed int64
 			} `json:"counts"`
+			Changes struct {
+				Read int64 `json:"read"`
+			} `json:"changes"`
 		} `json:"run"`
 		Rejects map[string]int64 `json:"rejects_by_code"`
 	} `json:"runs"`
@@ -97,8 +100,8 @@ func TestBinaryDemoKeep(t *testing.T) {
 	// The second sync: everyone the status pull recorded is suppressed, everything else unchanged.
 	s := sync.Run.Counts
 	require.Equal(t, "status_pull", pull.Run.Kind)
-	require.Positive(t, pull.Run.Counts.Read)
-	require.Equal(t, pull.Run.Counts.Read, s.Suppressed)
+	require.Positive(t, pull.Run.Changes.Read)
+	require.Equal(t, pull.Run.Changes.Read, s.Suppressed)
 	require.Equal(t, d.Lists[0].Unsubscribed+d.Lists[0].Bounced, s.Suppressed+rc.Removed)
 	require.Zero(t, s.Sent)
 	require.Equal(t, c.Rejected, s.Rejected)
