@@ -35,7 +35,7 @@ const (
 
 // rulesVersion names the normalisation rules; it is part of every Fingerprint, so a change
 // of the rules (bump it) invalidates delta fingerprints as a change of mapping does.
-const rulesVersion = "subsync-mapping-rules/1"
+const rulesVersion = "subsync-mapping-rules/2"
 
 type kind uint8
 
@@ -672,7 +672,7 @@ func (m *Mapper) applyClean(a *Arena, row *Row, o *op, rec *sources.Record, raw 
 	if !ok {
 		return m.reject(rec, o, raw, CodeInvalidEncoding, o.what+" is not valid UTF-8: the file's character encoding is probably not what subsync read it as")
 	}
-	if v == "" {
+	if v == "" || isPlaceholder(v) && o.placeholderEmpty() {
 		if o.kind == kEmail {
 			return m.reject(rec, o, raw, CodeMissingEmail, "the row has no e-mail address")
 		}
