@@ -150,16 +150,17 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 		}
 		read, requests := len(recs), feed.Requests
 		if rt.cfg.StatusPull.Reconcile {
-			found, pages, err := rt.reconcile(ctx, from, to)
-			requests += pages
+			rec, err := rt.reconcile(ctx, from, to)
+			requests += rec.requests
 			if err != nil {
 				return err
 			}
-			n, err := rt.store.RecordReconciled(ctx, found, targets)
+			n, err := rt.store.RecordReconciled(ctx, rec.found, targets)
 			if err != nil {
 				return err
 			}
-			a.log.InfoContext(ctx, "reconciled the suppression list", slog.Int("found", len(found)), slog.Int("new", n))
+			a.log.InfoContext(ctx, "reconciled the suppression list", slog.Int("found", len(rec.found)), slog.Int("new", n))
+			a.warning = joinWarnings(a.warning, rec.warning)
 			read += n
 			added += n
 		}
@@ -222,91 +223,6 @@ func (rt *Runtime) writeBackPending(ctx context.Context, a *attempt, wb writeBac
 		a.log.WarnContext(ctx, "status write-back failed; retried on the next pull", slog.String("target", target), slog.Any("error", werr))
 	}
 	return nil
-}
-
-// reconcileRun is one reconciliation: it reads, for the list of every sync, the subscribers
-// the service holds as unsubscribed or bounced, updated since the last reconciliation minus
-// a day (everything the first time), and records those the suppression list lacks, queued
-// for write-back (done by the next status pull, so that two write-backs never run at once).
-// It is the safety net for a change the status feed never showed, on its own schedule
-// (StatusPullSpec.ReconcileSchedule).
-func (rt *Runtime) reconcileRun(ctx context.Context, a *attempt) error {
-	if rt.sinkErr != nil {
-		return permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
-	}
-	var targets []string
-	if k := rt.cfg.StatusPull.WriteBack.Kind; k != "" {
-		targets = []string{k}
-	}
-	cursor, err := rt.store.StatusCursor(ctx, reconcileCursor)
-	if err != nil {
-		return err
-	}
-	var from time.Time
-	if !cursor.IsZero() {
-		from = cursor.Add(-MinStatusOverlap)
-	}
-	to := time.Now().UTC().Truncate(time.Millisecond)
-	found, requests, err := rt.reconcile(ctx, from, to)
-	if err != nil {
-		return err
-	}
-	n, err := rt.store.RecordReconciled(ctx, found, targets)
-	if err != nil {
-		return err
-	}
-	delta := a.onceCounts(len(found), n)
-	delta.Requests = int64(requests)
-	if err := rt.store.Checkpoint(ctx, state.Checkpoint{RunID: a.run.ID, Owner: a.owner, TTL: rt.cfg.LeaseTTL,
-		Position: a.run.Position + delta.Read, Delta: delta}); err != nil {
-		return err
-	}
-	rt.metrics.addCounts(KindStatusPull, "", delta)
-	a.log.InfoContext(ctx, "reconciled the suppression list", slog.Int("lists", len(rt.reconcileLists())), slog.Int("found", len(found)), slog.Int("new", n))
-	return rt.store.AdvanceStatusCursor(ctx, reconcileCursor, to)
-}
-
-// reconcile reads, for the list of every sync, the subscribers the service holds as
-// unsubscribed or bounced, updated after from (everything when zero). It returns them and
-// how many pages it read.
-func (rt *Runtime) reconcile(ctx context.Context, from, now time.Time) ([]state.StatusChange, int, error) {
-	var out []state.StatusChange
-	requests := 0
-	for _, list := range rt.reconcileLists() {
-		for _, status := range []string{sink.StatusUnsubscribed, sink.StatusBounce} {
-			for page := 1; ; page++ {
-				recs, err := rt.sink.SubscribersByList(ctx, sink.ByListQuery{ListID: list, Page: page,
-					PerPage: sink.MaxPerPage, Status: status, UpdatedAfter: from})
-				requests++
-				if err != nil {
-					return nil, requests, fmt.Errorf("reconcile list %d (%s): %w", list, status, err)
-				}
-				for _, r := range recs {
-					at, err := time.Parse(time.RFC3339Nano, r.DateUpdated)
-					if err != nil {
-						at = now
-					}
-					out = append(out, state.StatusChange{Email: r.Email, Status: status, ListID: list,
-						SubscriberID: r.ID, ChangedAt: at.UTC()})
-				}
-				if len(recs) < sink.MaxPerPage {
-					break
-				}
-			}
-		}
-	}
-	return out, requests, nil
-}
-
-// reconcileLists are the lists of every sync, each once.
-func (rt *Runtime) reconcileLists() []int64 {
-	var lists []int64
-	for _, s := range rt.cfg.Syncs {
-		if !slices.Contains(lists, s.ListID) {
-			lists = append(lists, s.ListID)
-		}
-	}
-	return lists
 }
 
 // StatusOverview is where the status pull stands: what `subsync status` shows.

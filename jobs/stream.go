@@ -124,9 +124,9 @@ func (rt *Runtime) checkList(ctx context.Context, id int64) error {
 	return nil
 }
 
-// prepare opens the source, checks the list, compiles the mapping against its header and the
-// service's custom fields (creating missing ones unless dryRun), and loads the suppression
-// list and, for a delta run, the fingerprints: everything a run or a dry run needs before the
+// prepare opens the source, checks the list, learns its suppressions if it never did
+// (learnList), compiles the mapping against its header and the service's custom fields
+// (creating missing ones unless dryRun), and loads the suppression list and, for a delta run, the fingerprints: everything a run or a dry run needs before the
 // first row. The caller closes the returned reader.
 func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, dryRun bool) (pipeline.Config, sources.Reader, error) {
 	var cfg pipeline.Config
@@ -161,6 +161,10 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		}
 	}()
 	if err := rt.checkList(ctx, s.listID); err != nil {
+		return cfg, nil, err
+	}
+	learnt, err := rt.learnList(ctx, log, s.listID, dryRun)
+	if err != nil {
 		return cfg, nil, err
 	}
 
@@ -238,6 +242,7 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	if cfg.Suppressions, err = rt.store.LoadSuppressions(ctx, s.listID); err != nil {
 		return cfg, nil, err
 	}
+	withLearnt(&cfg, learnt)
 	ok = true
 	return cfg, r, nil
 }
@@ -373,28 +378,4 @@ func SampleRows(ctx context.Context, cfg sources.Config, n int) ([][]string, err
 		out = append(out, slices.Clone(rec.Values))
 	}
 	return out, nil
-}
-
-// readHeld reads every subscriber of the list in the service (GET /subscribers/by_list, every
-// page), for a verifying run.
-func (rt *Runtime) readHeld(ctx context.Context, listID int64) (*pipeline.Held, error) {
-	held := pipeline.NewHeld()
-	for page := 1; ; page++ {
-		recs, err := rt.sink.SubscribersByList(ctx, sink.ByListQuery{ListID: listID, Page: page, PerPage: sink.MaxPerPage})
-		if err != nil {
-			return nil, fmt.Errorf("read list %d to verify it: %w", listID, err)
-		}
-		for _, r := range recs {
-			held.Add(r)
-		}
-		if len(recs) < sink.MaxPerPage {
-			return held, nil
-		}
-	}
-}
-
-// verifyNote is the difference a verifying run found, as its message (runs ID).
-func verifyNote(h *pipeline.Held) string {
-	return fmt.Sprintf("verified against the %d subscribers of the service's list: %d rows it lacked and %d it held with other values were sent",
-		h.Len(), h.Missing(), h.Differing())
 }

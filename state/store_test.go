@@ -740,7 +740,8 @@ func TestStatusChanges(t *testing.T) {
 		sup, err := s.Suppressed(ctx, 7, []string{"kari@example.no", "PER@example.no", "ola@example.no", "lise@example.no", "new@example.no"})
 		require.NoError(t, err)
 		require.Equal(t, map[string]string{"kari@example.no": "unsubscribed", "per@example.no": "bounce",
-			"lise@example.no": "unsubscribed"}, sup)
+			"ola@example.no": "unsubscribed", "lise@example.no": "unsubscribed"}, sup,
+			"account-wide: Ola unsubscribed from list 8 is suppressed in list 7 too")
 
 		// An older "active" does not lift a newer unsubscribe; a newer one does.
 		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
@@ -963,15 +964,16 @@ func TestSuppressionSetAndVersion(t *testing.T) {
 		set, err = s.LoadSuppressions(ctx, 7)
 		require.NoError(t, err)
 		require.Equal(t, v1, set.Version())
-		require.Equal(t, 3, set.Len(), "its own list and all lists, not list 8")
+		require.Equal(t, 4, set.Len(), "every list's: a status is the person's, not a list's")
 		st, ok := set.Status(state.EmailHash("kari@example.no"))
 		require.True(t, ok)
 		require.Equal(t, state.StatusUnsubscribed, st)
 		st, ok = set.Status(state.EmailHash(" PER@example.no"))
 		require.True(t, ok)
 		require.Equal(t, state.StatusBounce, st, "an unsubscribe and a bounce stay distinct")
-		_, ok = set.Status(state.EmailHash("ola@example.no"))
-		require.False(t, ok)
+		st, ok = set.Status(state.EmailHash("ola@example.no"))
+		require.True(t, ok, "bounced in list 8: suppressed in list 7 too")
+		require.Equal(t, state.StatusBounce, st)
 
 		// The same changes again change nothing, not even the version.
 		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
@@ -1332,5 +1334,40 @@ func TestAckedBatches(t *testing.T) {
 		got, err = s.AckedAbove(ctx, run.ID, 0)
 		require.NoError(t, err)
 		require.Empty(t, got, "a finished run keeps no records")
+	})
+}
+
+// TestLearnedListsAndAccountSettings: a list is learnt once (the first record stays), the
+// learnt lists are listed in order, and an account setting is replaced by a later one.
+func TestLearnedListsAndAccountSettings(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+		_, ok, err := s.ListLearned(ctx, 7)
+		require.NoError(t, err)
+		require.False(t, ok)
+		require.NoError(t, s.MarkListLearned(ctx, 7, t0, 70))
+		require.NoError(t, s.MarkListLearned(ctx, 7, t0.Add(time.Hour), 3))
+		require.NoError(t, s.MarkListLearned(ctx, 3, t0, 0))
+		at, ok, err := s.ListLearned(ctx, 7)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, t0, at, "the first record stays")
+		lists, err := s.LearnedLists(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []int64{3, 7}, lists)
+
+		_, _, ok, err = s.AccountSetting(ctx, "list_param")
+		require.NoError(t, err)
+		require.False(t, ok)
+		require.NoError(t, s.SetAccountSetting(ctx, "list_param", "subscriber_list_id"))
+		require.NoError(t, s.SetAccountSetting(ctx, "list_param", "subscriber_list_id[]"))
+		v, when, ok, err := s.AccountSetting(ctx, "list_param")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "subscriber_list_id[]", v)
+		require.WithinDuration(t, time.Now(), when, time.Minute)
 	})
 }
