@@ -58,7 +58,7 @@
 //   - Wait follows a job's run and, when no worker (Run) of the database is alive by its
 //     heartbeat, works it in-process.
 //
-// `go run ./cmd/e2ebench` measures an import of a million generated contacts (CSV and XLSX)
+// `go run ./internal/e2ebench` measures an import of a million generated contacts (CSV and XLSX)
 // against the emulator's raw limit, and the worker's peak memory; `-mode delta` measures a
 // sync of them and a second sync after 1% changed.
 package jobs

@@ -35,11 +35,11 @@
 // skipped by their fingerprints). It prints rows/s, rows sent, unchanged, and the peak RSS of
 // each run, and the second run's time as a share of the first's.
 //
-//	go run ./cmd/e2ebench                      # 1,000,000 rows, csv and xlsx
-//	go run ./cmd/e2ebench -rows 200000 -formats csv
-//	go run ./cmd/e2ebench -mode delta          # 1,000,000 rows, synced twice, 1% changed
-//	go run ./cmd/e2ebench -formats csv -runs 3   # the raw limit and subsync in turn, three times
-//	go run ./cmd/e2ebench -rows 300000 -formats csv -latency 20ms -batches-in-flight 2 -runs 3
+//	go run ./internal/e2ebench                      # 1,000,000 rows, csv and xlsx
+//	go run ./internal/e2ebench -rows 200000 -formats csv
+//	go run ./internal/e2ebench -mode delta          # 1,000,000 rows, synced twice, 1% changed
+//	go run ./internal/e2ebench -formats csv -runs 3   # the raw limit and subsync in turn, three times
+//	go run ./internal/e2ebench -rows 300000 -formats csv -latency 20ms -batches-in-flight 2 -runs 3
 //	                                           # against a service 20 ms away: the bound the window sets
 //
 // SUBSYNC_E2EBENCH_LOG=info shows the subsync process's log; SUBSYNC_E2EBENCH_CPUPROFILE=file makes the subsync process write a CPU profile;
