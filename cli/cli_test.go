@@ -31,6 +31,7 @@ type harness struct {
 	config   string // path of the configuration file
 	env      map[string]string
 	terminal bool // whether stdin counts as a terminal
+	ttyOut   bool // whether stdout counts as a terminal
 	srv      *sinktest.Server
 }
 
@@ -84,7 +85,7 @@ func (h *harness) run(stdin string, args ...string) result {
 	var out, errb bytes.Buffer
 	a := newApp(strings.NewReader(stdin), &out, &errb)
 	a.getenv = func(k string) string { return h.env[k] }
-	a.isTerminal = func(v any) bool { return h.terminal && v == a.stdin }
+	a.isTerminal = func(v any) bool { return h.terminal && v == a.stdin || h.ttyOut && v == a.stdout }
 	args = append([]string{"--config", h.config}, args...)
 	code := a.main(context.Background(), args)
 	r := result{code, out.String(), errb.String()}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subsync/subsync/internal/export"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/state"
 )
@@ -24,28 +25,50 @@ func (a *app) runsCommand() *cobra.Command {
 		asJSON             bool
 		limit              int
 		kind, name, stateF string
-		rejects            string
+		rejects, format    string
 	)
 	cmd := &cobra.Command{
 		Use:   "runs [ID]",
-		Short: "Run history; one run in detail; its rejects as CSV",
+		Short: "Run history; one run in detail; its rejects as CSV or XLSX",
 		Long: `Without ID, list the latest runs, newest first. With ID, show that run (with the
 values it dropped from rows it sent, under on_invalid = "drop"), and with --rejects FILE
-write the rows it did not send as CSV ("-" for standard output): each row whole, under the
+write the rows it did not send ("-" for standard output): each row whole, under the
 source's own header, followed by the columns subsync:kind, subsync:line, subsync:column,
-subsync:code and subsync:reason; then the rows sent with a value dropped (kind "warning").
-Cells a spreadsheet would run as a formula are quoted. Fix the rows in a spreadsheet and
-import the file again: subsync ignores its subsync: columns and takes the quoting away.`,
+subsync:code and subsync:reason (a row with several problems lists them all, joined with
+"; "); then the rows sent with a value dropped (kind "warning").
+
+The file opens in a spreadsheet as it stands: CSV in UTF-8 with a byte-order mark, its
+fields separated as the source file's were (a semicolon file gives a semicolon export),
+cells a spreadsheet would run as a formula quoted; or a workbook with --format xlsx (or a
+FILE ending in .xlsx). Standard output gets the same CSV without the byte-order mark, for
+scripts. Fix the rows in a spreadsheet and import the file again: subsync ignores its
+subsync: columns and takes the quoting away.`,
 		Example: `  subsync runs
   subsync runs --kind sync --name crm --limit 10 --json
   subsync runs 42
   subsync runs 42 --rejects rejects.csv
+  subsync runs 42 --rejects rejects.xlsx
+  subsync runs 42 --rejects - | wc -l
   subsync import rejects.csv --list 7 --wait   # after fixing the rows`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if len(args) == 0 && rejects != "" {
 				return usagef("--rejects needs the id of a run")
+			}
+			opts := export.Options{Format: export.FormatOf(rejects), NoBOM: rejects == "-"}
+			if format != "" {
+				if rejects == "" {
+					return usagef("--format goes with --rejects FILE")
+				}
+				f, err := export.ParseFormat(format)
+				if err != nil {
+					return usagef("--%v", err)
+				}
+				opts.Format = f
+			}
+			if rejects == "-" && opts.Format == export.XLSX && a.isTerminal(a.stdout) {
+				return usagef("--format xlsx writes a workbook: give --rejects a file name, or send standard output to a file")
 			}
 			if limit < 1 {
 				return usagef("--limit %d: want 1 or more", limit)
@@ -115,7 +138,7 @@ import the file again: subsync ignores its subsync: columns and takes the quotin
 				}
 				w = file
 			}
-			err = store.WriteRejectsCSV(ctx, w, id)
+			err = export.Rejects(ctx, store, id, w, opts)
 			if file != nil {
 				if cerr := file.Close(); cerr != nil && err == nil {
 					err = fmt.Errorf("export rejects: %w", cerr)
@@ -125,7 +148,8 @@ import the file again: subsync ignores its subsync: columns and takes the quotin
 				return fmt.Errorf("export the rejects of run %d: %w", id, err)
 			}
 			if file != nil {
-				a.log.InfoContext(ctx, "rejects exported", slog.Int64("run_id", id), slog.Int64("rejected", run.Counts.Rejected), slog.String("file", rejects))
+				a.log.InfoContext(ctx, "rejects exported", slog.Int64("run_id", id), slog.Int64("rejected", run.Counts.Rejected),
+					slog.String("file", rejects), slog.String("format", opts.Format))
 			}
 			return nil
 		}),
@@ -135,7 +159,8 @@ import the file again: subsync ignores its subsync: columns and takes the quotin
 	fl.StringVar(&kind, "kind", "", "only runs of this kind: import, sync, status_pull or forget")
 	fl.StringVar(&name, "name", "", "only runs of this sync (or imported file name)")
 	fl.StringVar(&stateF, "state", "", "only runs in this state: running, retrying, interrupted, completed, failed or cancelled")
-	fl.StringVar(&rejects, "rejects", "", `write the run's rejects as CSV to this file ("-": standard output)`)
+	fl.StringVar(&rejects, "rejects", "", `write the run's rejects to this file ("-": standard output, CSV without a byte-order mark)`)
+	fl.StringVar(&format, "format", "", "the rejects export's format: csv or xlsx (default: xlsx for a FILE ending in .xlsx, else csv)")
 	jsonFlag(cmd, &asJSON)
 	return cmd
 }

@@ -41,19 +41,21 @@ func TestImportWaitThenRunsAndRejects(t *testing.T) {
 	require.Contains(t, h.ok("runs", fmt.Sprint(run.ID)), "completed")
 
 	// Rejects export as CSV: the row whole under the source's header, with the formula-like
-	// cell neutralised.
+	// cell neutralised, in UTF-8 with a byte-order mark and the source's semicolons.
 	out := filepath.Join(h.dir, "rejects.csv")
 	h.ok("runs", fmt.Sprint(run.ID), "--rejects", out)
-	f, err := os.Open(out)
-	require.NoError(t, err)
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
+	data := mustRead(t, out)
+	require.True(t, strings.HasPrefix(data, "\uFEFFE-post;Fornavn;"), data)
+	cr := csv.NewReader(strings.NewReader(strings.TrimPrefix(data, "\uFEFF")))
+	cr.Comma = ';'
+	recs, err := cr.ReadAll()
 	require.NoError(t, err)
 	require.Len(t, recs, 2)
 	require.Equal(t, []string{"E-post", "Fornavn", "Etternavn", "subsync:kind", "subsync:line", "subsync:column",
 		"subsync:code", "subsync:reason"}, recs[0])
 	require.Equal(t, []string{"'=cmd|x", "Bob", "B", "rejected", "3", "E-post", "invalid_email"}, recs[1][:7])
-	require.Equal(t, h.ok("runs", fmt.Sprint(run.ID), "--rejects", "-"), mustRead(t, out))
+	require.Equal(t, h.ok("runs", fmt.Sprint(run.ID), "--rejects", "-"), strings.TrimPrefix(mustRead(t, out), "\uFEFF"),
+		"standard output: the same, without the byte-order mark")
 
 	require.Empty(t, decode[[]jobJSON](t, h.ok("jobs", "ls", "--json")))
 
@@ -182,6 +184,8 @@ func TestImportUsage(t *testing.T) {
 		{[]string{"import", file, "--list", "1", "--tag", "add"}, `--tag "add"`},
 		{[]string{"import", file, "--list", "1", "--mapping", filepath.Join(h.dir, "nope.toml")}, "read mapping"},
 		{[]string{"runs", "--rejects", "x.csv"}, "--rejects needs the id of a run"},
+		{[]string{"runs", "1", "--format", "xlsx"}, "--format goes with --rejects FILE"},
+		{[]string{"runs", "1", "--rejects", "x", "--format", "xls"}, `format "xls": want csv or xlsx`},
 		{[]string{"runs", "--kind", "export"}, `--kind "export"`},
 	} {
 		r := h.run("", tt.args...)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/internal/export"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink/sinktest"
@@ -67,7 +68,10 @@ func TestImportWait(t *testing.T) {
 		require.Equal(t, state.Reject{Ordinal: 1000, Line: 1001, Column: "E-post", Value: "person1000-at-example.com",
 			Code: "invalid_email", Reason: rejects[0].Reason, Row: `["person1000-at-example.com","Ola1000","Nordmann"]`}, rejects[0])
 		var buf bytes.Buffer
-		require.NoError(t, rt.State().WriteRejectsCSV(ctx, &buf, run.ID))
+		delim, err := rt.State().SourceDelimiter(ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, ',', delim, "the source file's delimiter, recorded for the export")
+		require.NoError(t, export.Rejects(ctx, rt.State(), run.ID, &buf, export.Options{NoBOM: true}))
 		recs, err := csv.NewReader(&buf).ReadAll()
 		require.NoError(t, err)
 		require.Len(t, recs, 6)

@@ -259,9 +259,7 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 	if err := rt.store.SetTotals(ctx, a.run.ID, a.owner, pr.TotalRows, pr.TotalBytes); err != nil {
 		return "", err
 	}
-	// Once per attempt (the same header each time): the rejects export writes it above the
-	// rejected rows.
-	if err := rt.store.SetSourceHeader(ctx, a.run.ID, a.owner, r.Header()); err != nil {
+	if err := rt.recordSource(ctx, a, r); err != nil {
 		return "", err
 	}
 	kind, sync := a.run.Kind, syncLabel(a.run.Kind, a.run.Name)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -327,14 +326,27 @@ func TestRuns(t *testing.T) {
 	})
 }
 
-func TestWriteRejectsCSV(t *testing.T) {
+// exportRows returns the rows of a run's rejects export (copied: ExportRows reuses its slice).
+func exportRows(t *testing.T, s *state.Store, runID int64) [][]string {
+	t.Helper()
+	var rows [][]string
+	require.NoError(t, s.ExportRows(context.Background(), runID, func(cells []string) error {
+		rows = append(rows, slices.Clone(cells))
+		return nil
+	}))
+	return rows
+}
+
+// A run recorded without its source header exports its rejects in the former form; the
+// cells are as recorded (the CSV writer quotes formulas, see internal/export).
+func TestExportRowsWithoutHeader(t *testing.T) {
 	t.Parallel()
 
 	eachDB(t, func(t *testing.T, s *state.Store) {
 		ctx := context.Background()
 		run, err := s.ClaimRun(ctx, claim(1, "o", time.Minute))
 		require.NoError(t, err)
-		values := []string{"=HYPERLINK(\"http://x\")", "+47 123", "-1", "@SUM(A1)", "\tx", "\rx", "plain", ""}
+		values := []string{"=HYPERLINK(\"http://x\")", "+47 123", "plain", ""}
 		var rejects []state.Reject
 		for i, v := range values {
 			rejects = append(rejects, state.Reject{Ordinal: int64(i + 1), Line: i + 2, Column: "phone", Value: v,
@@ -343,26 +355,40 @@ func TestWriteRejectsCSV(t *testing.T) {
 		require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "o", TTL: time.Minute,
 			Position: int64(len(values)), Rejects: rejects}))
 
-		var buf bytes.Buffer
-		require.NoError(t, s.WriteRejectsCSV(ctx, &buf, run.ID))
-		recs, err := csv.NewReader(&buf).ReadAll()
-		require.NoError(t, err)
+		recs := exportRows(t, s, run.ID)
 		require.Equal(t, []string{"line", "sheet", "column", "value", "code", "reason"}, recs[0])
-		want := []string{"'=HYPERLINK(\"http://x\")", "'+47 123", "'-1", "'@SUM(A1)", "'\tx", "'\rx", "plain", ""}
 		require.Len(t, recs, len(values)+1)
-		for i, w := range want {
-			rec := recs[i+1]
-			require.Equal(t, fmt.Sprint(i+2), rec[0])
-			require.Equal(t, w, rec[3], "value of row %d", i)
-			require.Equal(t, "'=bad "+values[i], rec[5], "reason of row %d", i)
+		for i, v := range values {
+			require.Equal(t, []string{fmt.Sprint(i + 2), "", "phone", v, "invalid", "=bad " + v}, recs[i+1])
 		}
 	})
 }
 
-// TestWriteRejectsCSVWholeRows: with the source header recorded, the export is the rejected
-// rows whole under that header, plus subsync's columns, then the rows sent with warnings
-// (one line a row), formula-safe; a resumed run records nothing twice.
-func TestWriteRejectsCSVWholeRows(t *testing.T) {
+// A run's source delimiter is recorded for its export; none is 0.
+func TestSourceDelimiter(t *testing.T) {
+	t.Parallel()
+
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		run, err := s.ClaimRun(ctx, claim(1, "o", time.Minute))
+		require.NoError(t, err)
+		d, err := s.SourceDelimiter(ctx, run.ID)
+		require.NoError(t, err)
+		require.Zero(t, d)
+		require.NoError(t, s.SetSourceDelimiter(ctx, run.ID, "o", ';'))
+		d, err = s.SourceDelimiter(ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, ';', d)
+		require.Error(t, s.SetSourceDelimiter(ctx, run.ID, "other", '\t'), "fenced by the lease")
+		_, err = s.SourceDelimiter(ctx, run.ID+1)
+		require.ErrorIs(t, err, state.ErrNotFound)
+	})
+}
+
+// TestExportRowsWholeRows: with the source header recorded, the export is the rejected rows
+// whole under that header, plus subsync's columns, then the rows sent with warnings (one line
+// a row, its problems joined); a resumed run records nothing twice.
+func TestExportRowsWholeRows(t *testing.T) {
 	t.Parallel()
 
 	eachDB(t, func(t *testing.T, s *state.Store) {
@@ -394,13 +420,10 @@ func TestWriteRejectsCSVWholeRows(t *testing.T) {
 		cp.Position = 7
 		require.NoError(t, s.Checkpoint(ctx, cp), "a resumed run checkpoints the same rows again")
 
-		var buf bytes.Buffer
-		require.NoError(t, s.WriteRejectsCSV(ctx, &buf, run.ID))
-		recs, err := csv.NewReader(&buf).ReadAll()
-		require.NoError(t, err)
+		recs := exportRows(t, s, run.ID)
 		require.Equal(t, [][]string{
 			{"E-post", "Navn", "Mobil", "subsync:kind", "subsync:line", "subsync:column", "subsync:code", "subsync:reason"},
-			{"not-an-email", "'=Bob", "'+47 91 23 45 67", "rejected", "3", "E-post", "invalid_email", "the e-mail address is not valid"},
+			{"not-an-email", "=Bob", "+47 91 23 45 67", "rejected", "3", "E-post", "invalid_email", "the e-mail address is not valid"},
 			{"x@example.com", "Ragged", "1, 2, 3", "rejected", "5", "", "row_unreadable", "wrong number of fields"},
 			{"dup@example.com", "Dup", "bad", "rejected", "7", "", "refused", "refused"},
 			{"ada@example.com", "Ada", "12", "warning", "4", "Mobil", "invalid_phone", "the phone number is too short"},

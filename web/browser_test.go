@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/csv"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/internal/browser"
+	"github.com/subsync/subsync/internal/export"
 	"github.com/subsync/subsync/internal/testdb"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/sink"
@@ -176,14 +179,36 @@ func TestPagesInBrowser(t *testing.T) {
 			// The download holds the same rejects, formula-safe, as the CLI's export.
 			data := p.Download("#download", t.TempDir())
 			var want bytes.Buffer
-			require.NoError(t, d.rt.State().WriteRejectsCSV(ctx, &want, d.importID))
+			require.NoError(t, export.Rejects(ctx, d.rt.State(), d.importID, &want, export.Options{}))
 			require.Equal(t, want.String(), string(data))
-			recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+			require.True(t, bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")), "a byte-order mark, for Excel")
+			cr := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))))
+			cr.Comma = ';' // the source file's delimiter
+			recs, err := cr.ReadAll()
 			require.NoError(t, err)
 			require.Len(t, recs, 4)
 			require.Equal(t, []string{"E-post", "Fornavn", "Etternavn", "Mobil", "subsync:kind", "subsync:line", "subsync:column",
 				"subsync:code", "subsync:reason"}, recs[0])
 			require.Equal(t, `'=HYPERLINK("http://x")`, recs[2][0])
+
+			// The workbook download holds the same rows (nothing quoted: no cell is a formula).
+			book := filepath.Join(t.TempDir(), "rejects.xlsx")
+			require.NoError(t, os.WriteFile(book, p.Download("#download-xlsx", t.TempDir()), 0o600))
+			r, err := sources.Open(ctx, sources.Config{Path: book})
+			require.NoError(t, err)
+			require.Equal(t, recs[0], r.Header())
+			var bookRows [][]string
+			for {
+				rec, err := r.Next(ctx)
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				require.NoError(t, err)
+				bookRows = append(bookRows, rec.Values)
+			}
+			require.NoError(t, r.Close())
+			require.Len(t, bookRows, 3)
+			require.Equal(t, `=HYPERLINK("http://x")`, bookRows[1][0])
 
 			// The status pull's page tells what it did in its words, with no "sent".
 			require.Equal(t, 200, p.Navigate(fmt.Sprintf("%s/runs/%d", srv.URL, d.pullID)))

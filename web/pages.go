@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subsync/subsync/internal/export"
 	"github.com/subsync/subsync/internal/secret"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/state"
@@ -187,26 +188,30 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "run", fmt.Sprintf("Run %d", run.ID), d)
 }
 
-// rejectsCSV is the same export as `subsync runs ID --rejects`: formula-safe CSV.
-func (s *Server) rejectsCSV(w http.ResponseWriter, r *http.Request) {
-	if !authenticated(r) {
-		http.Error(w, "the rejects hold e-mail addresses: set a password for the pages (SUBSYNC_WEB_PASSWORD) "+
-			"to download them, or use `subsync runs ID --rejects FILE`", http.StatusForbidden)
-		return
+// rejects is the same export as `subsync runs ID --rejects FILE` (export.Rejects): CSV for
+// a spreadsheet (a byte-order mark, the source's delimiter, formula-safe) at
+// /runs/{id}/rejects.csv, a workbook at /runs/{id}/rejects.xlsx.
+func (s *Server) rejects(format string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !authenticated(r) {
+			http.Error(w, "the rejects hold e-mail addresses: set a password for the pages (SUBSYNC_WEB_PASSWORD) "+
+				"to download them, or use `subsync runs ID --rejects FILE`", http.StatusForbidden)
+			return
+		}
+		run, ok := s.runByPath(w, r)
+		if !ok {
+			return
+		}
+		var buf bytes.Buffer
+		if err := export.Rejects(r.Context(), s.b.State(), run.ID, &buf, export.Options{Format: format}); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", export.ContentType(format))
+		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, export.FileName(run.ID, format)))
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(buf.Bytes())
 	}
-	run, ok := s.runByPath(w, r)
-	if !ok {
-		return
-	}
-	var buf bytes.Buffer
-	if err := s.b.State().WriteRejectsCSV(r.Context(), &buf, run.ID); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="run-%d-rejects.csv"`, run.ID))
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(buf.Bytes())
 }
 
 type syncRow struct {

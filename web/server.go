@@ -33,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subsync/subsync/internal/export"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/state"
 )
@@ -104,7 +105,8 @@ func New(b Backend, opts Options) (*Server, error) {
 	})
 	pages.HandleFunc("GET /runs", s.runs)
 	pages.HandleFunc("GET /runs/{id}", s.run)
-	pages.HandleFunc("GET /runs/{id}/rejects.csv", s.rejectsCSV)
+	pages.HandleFunc("GET /runs/{id}/rejects.csv", s.rejects(export.CSV))
+	pages.HandleFunc("GET /runs/{id}/rejects.xlsx", s.rejects(export.XLSX))
 	pages.HandleFunc("GET /syncs", s.syncs)
 	pages.HandleFunc("POST /syncs/{name}/run", s.runNow)
 	pages.HandleFunc("GET /suppression", s.suppression)
