@@ -422,7 +422,7 @@ func sameRejects(earlier []demoRun, r demoRun) int {
 	}
 	for i, e := range earlier {
 		if e.Run.Source == r.Run.Source && maps.Equal(e.Rejects, r.Rejects) &&
-			maps.Equal(e.first, r.first) {
+			maps.EqualFunc(e.first, r.first, func(a, b state.Reject) bool { return describeReject(a) == describeReject(b) }) {
 			return i
 		}
 	}
@@ -437,10 +437,15 @@ func describeReject(r state.Reject) string {
 	} else {
 		fmt.Fprintf(&b, "line %d", r.Line)
 	}
-	if r.Column != "" {
-		fmt.Fprintf(&b, ", %s %q", r.Column, r.Value)
+	for i, p := range r.Problems() {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		if p.Column != "" {
+			fmt.Fprintf(&b, ", %s %q", p.Column, p.Value)
+		}
+		fmt.Fprintf(&b, ": %s", p.Reason)
 	}
-	fmt.Fprintf(&b, ": %s", r.Reason)
 	return b.String()
 }
 

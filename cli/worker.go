@@ -385,9 +385,6 @@ func (a *app) printRun(ctx context.Context, store *state.Store, r state.Run, asJ
 		"attempts", r.Attempts, "started", formatTime(r.StartedAt), "finished", formatTime(r.FinishedAt),
 		"duration", r.Duration().Round(time.Millisecond),
 	)
-	if len(warnings) == 0 {
-		return a.fields(pairs...)
-	}
 	codes := slices.Sorted(maps.Keys(warnings))
 	var total int64
 	byCode := make([]string, len(codes))
@@ -395,8 +392,13 @@ func (a *app) printRun(ctx context.Context, store *state.Store, r state.Run, asJ
 		total += warnings[code]
 		byCode[i] = fmt.Sprintf("%s %d", code, warnings[code])
 	}
-	pairs = append(pairs, "warnings", fmt.Sprintf("%d (%s), values dropped from rows that were sent", total, strings.Join(byCode, ", ")))
+	if total > 0 {
+		pairs = append(pairs, "warnings", fmt.Sprintf("%d (%s), values dropped from rows that were sent", total, strings.Join(byCode, ", ")))
+	}
 	if err := a.fields(pairs...); err != nil {
+		return err
+	}
+	if err := a.printRejects(ctx, store, r); err != nil || total == 0 {
 		return err
 	}
 	shown := 0

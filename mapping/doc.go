@@ -23,8 +23,8 @@
 //     no column is dropped silently.
 //   - A record becomes either a [Row] whose payload the service accepts, or a [Reject] with
 //     the source line (and sheet), the column, the value shortened to 64 characters, a stable
-//     code (the Code constants) and a message for a person. Map reports the first problem of
-//     a row, checking the e-mail address first.
+//     code (the Code constants) and a message for a person. Map reports every problem of a
+//     row it rejects (Reject.More), the e-mail address's first; the row counts once.
 //   - Values are trimmed, inner white space collapsed to one space, and put in Unicode NFC.
 //     A value is never truncated: one longer than its field allows is rejected (too_long).
 //     Limits: e-mail 254 bytes; first and last name 100 characters; address 200; zip 20;

@@ -535,8 +535,8 @@ func (m *Mapper) computeFingerprint() string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// Map turns one record into a payload, or into a reject naming the first problem found (the
-// e-mail address is checked first). Map never modifies rec.
+// Map turns one record into a payload, or into a reject naming every problem found (the
+// e-mail address's first, then by column; see Reject.More). Map never modifies rec.
 func (m *Mapper) Map(rec sources.Record) (Row, *Reject) { return m.MapIn(nil, rec) }
 
 // MapIn is Map with the values it makes held in a (see Arena); a nil a is Map.
@@ -557,7 +557,8 @@ func (m *Mapper) MapInto(a *Arena, rec *sources.Record, row *Row) *Reject {
 
 // MapWarn is MapInto that appends to *warnings (when warnings is not nil) a warning for each
 // invalid value it dropped (on_invalid = "drop"), with the line, column, value, code and
-// reason a reject would have had. It appends none for a row it rejects.
+// reason a reject would have had. It appends none for a row it rejects: the reject lists
+// every problem of the row (Reject.More), those values among them.
 func (m *Mapper) MapWarn(a *Arena, rec *sources.Record, row *Row, warnings *[]Reject) *Reject {
 	if m.restore {
 		rec = restored(rec)
@@ -573,6 +574,8 @@ func (m *Mapper) MapWarn(a *Arena, rec *sources.Record, row *Row, warnings *[]Re
 		row.Sub.Fields = a.fieldSlice(len(m.fields))
 		copy(row.Sub.Fields, m.fields)
 	}
+	var rej *Reject
+	var dropped []Fault
 	for i := range m.ops {
 		o := &m.ops[i]
 		raw := ""
@@ -582,14 +585,26 @@ func (m *Mapper) MapWarn(a *Arena, rec *sources.Record, row *Row, warnings *[]Re
 		if o.asIs && m.applyAsIs(a, row, o, raw) {
 			continue // apply's first step, without a call for every value
 		}
-		if rej := m.applyClean(a, row, o, rec, raw); rej != nil {
-			if !o.drop {
-				return m.rejected(rej, warnings)
-			}
-			if warnings != nil {
-				*warnings = append(*warnings, *rej)
+		if r := m.applyClean(a, row, o, rec, raw); r != nil {
+			switch {
+			case rej != nil:
+				rej.More = append(rej.More, r.fault())
+			case !o.drop:
+				rej = r
+			default:
+				if warnings != nil {
+					*warnings = append(*warnings, *r)
+				}
+				dropped = append(dropped, r.fault())
 			}
 		}
+	}
+	if rej != nil {
+		// The row's problems, the first that rejects it first: a person fixes them in one go.
+		if len(dropped) > 0 {
+			rej.More = append(dropped, rej.More...)
+		}
+		return m.rejected(rej, warnings)
 	}
 	if m.hasConsent { // the fields still line up with m.fields
 		f := row.Sub.Fields

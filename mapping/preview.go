@@ -335,11 +335,13 @@ func (t *textPreview) reject(r Reject) {
 		fmt.Fprintln(t.tw, "LINE\tCOLUMN\tCODE\tVALUE\tMESSAGE")
 	}
 	t.rejects++
-	value := ""
-	if r.Value != "" {
-		value = strconv.Quote(r.Value)
+	for _, f := range r.Faults() { // every problem of the row, each on a line of its own
+		value := ""
+		if f.Value != "" {
+			value = strconv.Quote(f.Value)
+		}
+		fmt.Fprintf(t.tw, "%s\t%s\t%s\t%s\t%s\n", where(r.Line, r.Sheet), cell(f.Column, 24), f.Code, value, f.Message)
 	}
-	fmt.Fprintf(t.tw, "%s\t%s\t%s\t%s\t%s\n", where(r.Line, r.Sheet), cell(r.Column, 24), r.Code, value, r.Message)
 	if t.rejects%100 == 0 {
 		t.flushRejects()
 	}

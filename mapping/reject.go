@@ -41,18 +41,46 @@ type Reject struct {
 	Value   string `json:"value,omitempty"`  // the value at fault, shortened to 64 characters
 	Code    string `json:"code"`             // one of the Code constants
 	Message string `json:"message"`          // for a person: what is wrong, in plain words
+	// More are the row's other problems, when it has several: Map checks every column of a
+	// row it rejects, so a person fixes the row in one go. The row counts once, under Code.
+	More []Fault `json:"more,omitempty"`
 }
 
-// Error describes the reject on one line, with its position.
+// Fault is one problem of a rejected row besides the one its Reject names first.
+type Fault struct {
+	Column  string `json:"column,omitempty"`
+	Value   string `json:"value,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (r *Reject) fault() Fault {
+	return Fault{Column: r.Column, Value: r.Value, Code: r.Code, Message: r.Message}
+}
+
+// Faults returns every problem of the row, the first (the Reject's own) first.
+func (r *Reject) Faults() []Fault {
+	return append([]Fault{r.fault()}, r.More...)
+}
+
+// Error describes the reject on one line, with its position, and every problem of the row.
 func (r *Reject) Error() string {
 	where := "line " + strconv.Itoa(r.Line)
 	if r.Sheet != "" {
 		where = "sheet " + quote(r.Sheet) + " row " + strconv.Itoa(r.Line)
 	}
-	if r.Column != "" {
-		where += " column " + quote(r.Column)
+	var b strings.Builder
+	b.WriteString(where)
+	for i, f := range r.Faults() {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		if f.Column != "" {
+			b.WriteString(" column " + quote(f.Column))
+		}
+		b.WriteString(": " + f.Code + ": " + f.Message)
 	}
-	return where + ": " + r.Code + ": " + r.Message
+	return b.String()
 }
 
 // RejectFromRowError turns a row the source could not read into a reject. rec is the Record
@@ -95,8 +123,12 @@ func rowErrorCode(err *sources.RowError) string {
 // mapping reject. Value is copied, for it may be a value mapping made in a chunk's Arena,
 // and the record outlives the chunk.
 func (r *Reject) Record() state.Reject {
-	return state.Reject{Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Column: r.Column,
+	rec := state.Reject{Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Column: r.Column,
 		Value: strings.Clone(r.Value), Code: r.Code, Reason: r.Message}
+	for _, f := range r.More {
+		rec.More = append(rec.More, state.Problem{Column: f.Column, Value: strings.Clone(f.Value), Code: f.Code, Reason: f.Message})
+	}
+	return rec
 }
 
 // KeyReject is the reject of a row of a mapping with a key column whose key or e-mail an

@@ -10,7 +10,7 @@ import (
 // RejectsPage returns up to limit rejects of a run whose ordinal is above afterOrdinal, in
 // source order: one page of a run's rejects.
 func (s *Store) RejectsPage(ctx context.Context, runID, afterOrdinal int64, limit int) ([]Reject, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT ordinal, line, sheet, col, value, code, reason
+	rows, err := s.db.QueryContext(ctx, `SELECT ordinal, line, sheet, col, value, code, reason, more_problems
 FROM subsync_reject WHERE run_id = $1 AND ordinal > $2 ORDER BY ordinal LIMIT $3`, runID, afterOrdinal, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read rejects of run %d: %w", runID, err)
@@ -19,8 +19,12 @@ FROM subsync_reject WHERE run_id = $1 AND ordinal > $2 ORDER BY ordinal LIMIT $3
 	var out []Reject
 	for rows.Next() {
 		var r Reject
-		if err := rows.Scan(&r.Ordinal, &r.Line, &r.Sheet, &r.Column, &r.Value, &r.Code, &r.Reason); err != nil {
+		var more string
+		if err := rows.Scan(&r.Ordinal, &r.Line, &r.Sheet, &r.Column, &r.Value, &r.Code, &r.Reason, &more); err != nil {
 			return nil, fmt.Errorf("read rejects of run %d: %w", runID, err)
+		}
+		if r.More, err = decodeMore(more); err != nil {
+			return nil, fmt.Errorf("read rejects of run %d line %d: %w", runID, r.Line, err)
 		}
 		out = append(out, r)
 	}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -296,7 +297,7 @@ WHERE change_id IN (SELECT id FROM subsync_status_change WHERE email = $1)`, ema
 	{"subsync_status_change", func(ctx context.Context, _ *Store, tx *sql.Tx, email string) (int64, error) {
 		return execCount(ctx, tx, "DELETE FROM subsync_status_change WHERE email = $1", email)
 	}},
-	{"subsync_reject", eraseMentions("subsync_reject")},
+	{"subsync_reject", eraseMentions("subsync_reject", "more_problems")},
 	{"subsync_warning", eraseMentions("subsync_warning")},
 	{"subsync_roster", func(ctx context.Context, _ *Store, tx *sql.Tx, email string) (int64, error) {
 		return execCount(ctx, tx, "DELETE FROM subsync_roster WHERE email = $1", email)
@@ -305,16 +306,19 @@ WHERE change_id IN (SELECT id FROM subsync_status_change WHERE email = $1)`, ema
 	{"subsync_staged_file", eraseStaged},
 }
 
-// eraseMentions deletes a run's rejects or warnings (table) whose value, reason or whole row
-// holds the address.
-func eraseMentions(table string) func(context.Context, *Store, *sql.Tx, string) (int64, error) {
+// eraseMentions deletes a run's rejects or warnings (table) whose value, reason, whole row or
+// other columns (more: a reject's other problems) hold the address.
+func eraseMentions(table string, more ...string) func(context.Context, *Store, *sql.Tx, string) (int64, error) {
 	return func(ctx context.Context, s *Store, tx *sql.Tx, email string) (int64, error) {
 		find := "instr(lower(%[1]s), $1) > 0"
 		if s.d == Postgres {
 			find = "strpos(lower(%[1]s), $1) > 0"
 		}
-		return execCount(ctx, tx, "DELETE FROM "+table+" WHERE "+fmt.Sprintf(find, "value")+" OR "+
-			fmt.Sprintf(find, "reason")+" OR "+fmt.Sprintf(find, "row_values"), email)
+		conds := make([]string, 0, 3+len(more))
+		for _, col := range append([]string{"value", "reason", "row_values"}, more...) {
+			conds = append(conds, fmt.Sprintf(find, col))
+		}
+		return execCount(ctx, tx, "DELETE FROM "+table+" WHERE "+strings.Join(conds, " OR "), email)
 	}
 }
 

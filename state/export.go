@@ -74,7 +74,8 @@ func (s *Store) exportRows(ctx context.Context, runID int64, header []string, fn
 		if n := len(header); len(values) > n {
 			rec[n-1] = strings.Join(values[n-1:], ", ")
 		}
-		copy(rec[len(header):], []string{kind, strconv.Itoa(r.Line), r.Column, r.Code, r.Reason})
+		cols, codes, reasons := joinProblems(r.Problems())
+		copy(rec[len(header):], []string{kind, strconv.Itoa(r.Line), cols, codes, reasons})
 		return fn(rec)
 	}
 	if err := s.Rejects(ctx, runID, func(r Reject) error { return write(ExportRejected, r) }); err != nil {
@@ -85,7 +86,7 @@ func (s *Store) exportRows(ctx context.Context, runID int64, header []string, fn
 	pending := false
 	err := s.streamRejects(ctx, runID, "warnings", warningsOfSentRows, func(r Reject) error {
 		if pending && r.Ordinal == row.Ordinal {
-			row = joinProblems(row, r)
+			row.More = append(row.More, r.Problems()...)
 			return nil
 		}
 		if pending {
@@ -105,13 +106,15 @@ func (s *Store) exportRows(ctx context.Context, runID int64, header []string, fn
 	return nil
 }
 
-// joinProblems adds the problem of next (its column, code and reason) to those of row, as
-// the export's columns carry several problems of one row.
-func joinProblems(row, next Reject) Reject {
-	row.Column += "; " + next.Column
-	row.Code += "; " + next.Code
-	row.Reason += "; " + next.Reason
-	return row
+// joinProblems joins the columns, codes and reasons of a row's problems (a rejected row's,
+// or the warnings of a row sent), each with "; ", in the same order, for the export's
+// subsync:column, subsync:code and subsync:reason.
+func joinProblems(ps []Problem) (cols, codes, reasons string) {
+	c, k, r := make([]string, len(ps)), make([]string, len(ps)), make([]string, len(ps))
+	for i, p := range ps {
+		c[i], k[i], r[i] = p.Column, p.Code, p.Reason
+	}
+	return strings.Join(c, "; "), strings.Join(k, "; "), strings.Join(r, "; ")
 }
 
 // SetSourceDelimiter records the field delimiter of a run's source (a CSV file's, as read),

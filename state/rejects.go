@@ -31,6 +31,48 @@ type Reject struct {
 	// Row is the whole source row, as EncodeRow wrote it; "" when not known (rows recorded
 	// before schema version 6).
 	Row string
+	// More are the row's other problems, when a rejected row has several (rejects recorded
+	// from schema version 20 on; a warning has one problem). The row counts once, under Code.
+	More []Problem
+}
+
+// Problem is one problem of a rejected row.
+type Problem struct {
+	Column string `json:"column,omitempty"`
+	Value  string `json:"value,omitempty"`
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
+}
+
+// Problems returns every problem of the row: its own (Column, Value, Code, Reason) first,
+// then More.
+func (r Reject) Problems() []Problem {
+	return append([]Problem{{Column: r.Column, Value: r.Value, Code: r.Code, Reason: r.Reason}}, r.More...)
+}
+
+// encodeMore is the more_problems column of a reject: "" for none.
+func encodeMore(more []Problem) string {
+	if len(more) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(more); err != nil {
+		return "" // a []Problem always encodes
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func decodeMore(s string) ([]Problem, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var more []Problem
+	if err := json.Unmarshal([]byte(s), &more); err != nil {
+		return nil, fmt.Errorf("decode the problems of a rejected row: %w", err)
+	}
+	return more, nil
 }
 
 // EncodeRow encodes a source row's values for Reject.Row: a JSON array of strings. Bytes
@@ -62,7 +104,7 @@ func DecodeRow(row string) ([]string, error) {
 // together in rejects; each gets its place among them (seq).
 func insertRejects(ctx context.Context, tx *sql.Tx, d Dialect, runID int64, table string, rejects []Reject) error {
 	warnings := table == "subsync_warning"
-	cols, conflict, into := 9, "(run_id, ordinal)", "(run_id, ordinal, line, sheet, col, value, code, reason, row_values)"
+	cols, conflict, into := 10, "(run_id, ordinal)", "(run_id, ordinal, line, sheet, col, value, code, reason, row_values, more_problems)"
 	if warnings {
 		cols, conflict, into = 10, "(run_id, ordinal, seq)", "(run_id, ordinal, line, sheet, col, value, code, reason, row_values, seq)"
 	}
@@ -77,7 +119,9 @@ func insertRejects(ctx context.Context, tx *sql.Tx, d Dialect, runID int64, tabl
 		args := make([]any, 0, n*cols)
 		for _, r := range rejects[:n] {
 			args = append(args, runID, r.Ordinal, r.Line, r.Sheet, r.Column, r.Value, r.Code, r.Reason, r.Row)
-			if warnings {
+			if !warnings {
+				args = append(args, encodeMore(r.More))
+			} else {
 				if r.Ordinal != prev {
 					seq, prev = 0, r.Ordinal
 				}
@@ -120,20 +164,20 @@ func (s *Store) SourceHeader(ctx context.Context, runID int64) ([]string, error)
 // Rejects streams the rejects of a run in source order to fn. It stops at fn's first error
 // and returns it.
 func (s *Store) Rejects(ctx context.Context, runID int64, fn func(Reject) error) error {
-	return s.streamRejects(ctx, runID, "rejects", `SELECT ordinal, line, sheet, col, value, code, reason, row_values
+	return s.streamRejects(ctx, runID, "rejects", `SELECT ordinal, line, sheet, col, value, code, reason, row_values, more_problems
 FROM subsync_reject WHERE run_id = $1 ORDER BY ordinal`, fn)
 }
 
 // Warnings streams the warnings of a run in source order to fn (a row's warnings in the order
 // mapping found them). It stops at fn's first error and returns it.
 func (s *Store) Warnings(ctx context.Context, runID int64, fn func(Reject) error) error {
-	return s.streamRejects(ctx, runID, "warnings", `SELECT ordinal, line, sheet, col, value, code, reason, row_values
+	return s.streamRejects(ctx, runID, "warnings", `SELECT ordinal, line, sheet, col, value, code, reason, row_values, ''
 FROM subsync_warning WHERE run_id = $1 ORDER BY ordinal, seq`, fn)
 }
 
 // warningsOfSentRows is Warnings without the rows that were rejected after all (a duplicate,
 // a row the service refused): the export lists those once, as rejects.
-const warningsOfSentRows = `SELECT ordinal, line, sheet, col, value, code, reason, row_values
+const warningsOfSentRows = `SELECT ordinal, line, sheet, col, value, code, reason, row_values, ''
 FROM subsync_warning w WHERE run_id = $1
     AND NOT EXISTS (SELECT 1 FROM subsync_reject r WHERE r.run_id = w.run_id AND r.ordinal = w.ordinal)
 ORDER BY ordinal, seq`
@@ -146,8 +190,12 @@ func (s *Store) streamRejects(ctx context.Context, runID int64, what, query stri
 	defer rows.Close()
 	for rows.Next() {
 		var r Reject
-		if err := rows.Scan(&r.Ordinal, &r.Line, &r.Sheet, &r.Column, &r.Value, &r.Code, &r.Reason, &r.Row); err != nil {
+		var more string
+		if err := rows.Scan(&r.Ordinal, &r.Line, &r.Sheet, &r.Column, &r.Value, &r.Code, &r.Reason, &r.Row, &more); err != nil {
 			return fmt.Errorf("read %s of run %d: %w", what, runID, err)
+		}
+		if r.More, err = decodeMore(more); err != nil {
+			return fmt.Errorf("read %s of run %d line %d: %w", what, runID, r.Line, err)
 		}
 		if err := fn(r); err != nil {
 			return err

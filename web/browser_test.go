@@ -53,14 +53,14 @@ type demo struct {
 func contactsCSV(t *testing.T, dir string) string {
 	t.Helper()
 	var b strings.Builder
-	b.WriteString("E-post;Fornavn;Etternavn;Mobil\n")
-	b.WriteString(leaverTo + ";Kari;Nordmann;+4791234567\n")
+	b.WriteString("E-post;Fornavn;Etternavn;Mobil;Fødselsdato;Kjønn\n")
+	b.WriteString(leaverTo + ";Kari;Nordmann;+4791234567;;\n")
 	for i := 1; i <= 20; i++ {
-		fmt.Fprintf(&b, "person%d@example.no;Ola%d;Hansen;\n", i, i)
+		fmt.Fprintf(&b, "person%d@example.no;Ola%d;Hansen;;;\n", i, i)
 	}
-	b.WriteString("ikke-en-epost;Per;Feil;\n")
-	b.WriteString("=HYPERLINK(\"http://x\");Eva;Formel;\n")
-	b.WriteString("lise@example.no;Lise;Telefon;12ab\n")
+	b.WriteString("ikke-en-epost;Per;Feil;;;\n")
+	b.WriteString("=HYPERLINK(\"http://x\");Eva;Formel;;;\n")
+	b.WriteString("lise@example.no;Lise;Telefon;12ab;31.02.1990;kanskje\n") // three problems
 	path := filepath.Join(dir, "kontakter.csv")
 	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
 	return path
@@ -165,14 +165,17 @@ func TestPagesInBrowser(t *testing.T) {
 			require.Contains(t, p.URL(), "state=completed")
 			require.Len(t, p.Texts("#runs tbody tr"), 2)
 
-			// The run page lists its rejects with line, column, code and reason.
+			// The run page lists its rejects with line, column, code and reason: every problem of
+			// a row, the row counted once.
 			p.Click(fmt.Sprintf(`a[href="/runs/%d"]`, d.importID))
 			require.Contains(t, p.Text("#counts"), "Rejected\t3")
 			rejects := p.Texts("#rejects tbody tr")
-			require.Len(t, rejects, 3)
+			require.Len(t, rejects, 5)
 			require.Contains(t, rejects[0], "23\t\tE-post\tikke-en-epost\tinvalid_email")
 			require.Contains(t, rejects[1], "invalid_email")
 			require.Contains(t, rejects[2], "25\t\tMobil\t12ab\tinvalid_phone")
+			require.Contains(t, rejects[3], "\t\tFødselsdato\t31.02.1990\tinvalid_date")
+			require.Contains(t, rejects[4], "\t\tKjønn\tkanskje\tinvalid_gender")
 			p.Screenshot(filepath.Join(shots, "run.png"))
 			look()
 
@@ -187,8 +190,9 @@ func TestPagesInBrowser(t *testing.T) {
 			recs, err := cr.ReadAll()
 			require.NoError(t, err)
 			require.Len(t, recs, 4)
-			require.Equal(t, []string{"E-post", "Fornavn", "Etternavn", "Mobil", "subsync:kind", "subsync:line", "subsync:column",
+			require.Equal(t, []string{"E-post", "Fornavn", "Etternavn", "Mobil", "Fødselsdato", "Kjønn", "subsync:kind", "subsync:line", "subsync:column",
 				"subsync:code", "subsync:reason"}, recs[0])
+			require.Equal(t, []string{"Mobil; Fødselsdato; Kjønn", "invalid_phone; invalid_date; invalid_gender"}, recs[3][8:10])
 			require.Equal(t, `'=HYPERLINK("http://x")`, recs[2][0])
 
 			// The workbook download holds the same rows (nothing quoted: no cell is a formula).
