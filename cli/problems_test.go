@@ -35,5 +35,5 @@ func TestRunShowsEveryProblemOfARow(t *testing.T) {
 	require.Contains(t, show, `line 2 column "Kjønn" "kanskje": invalid_gender: `)
 
 	export := h.ok("runs", fmt.Sprint(run.ID), "--rejects", "-")
-	require.Contains(t, export, "Mobil; Fødselsdato; Kjønn,invalid_phone; invalid_date; invalid_gender,")
+	require.Contains(t, export, `;"Mobil; Fødselsdato; Kjønn";"invalid_phone; invalid_date; invalid_gender";`, "a semicolon file gives a semicolon export")
 }
