@@ -72,3 +72,17 @@ func TestRunsCountsLearntSuppressions(t *testing.T) {
 		})
 	}
 }
+
+// TestImportWhoseEveryRowIsRefusedExits1: `import --wait` of a file whose every row the
+// service refuses exits 1 and says what the service answered.
+func TestImportWhoseEveryRowIsRefusedExits1(t *testing.T) {
+	t.Parallel()
+	h := setup(t, "", sinktest.WithGenderValues("M", "K"), sinktest.WithRowMessages(true))
+	list := h.srv.CreateList("Members")
+	path := filepath.Join(h.dir, "people.csv")
+	require.NoError(t, os.WriteFile(path, []byte("E-post;Kjønn\nada@example.com;kvinne\nalan@example.com;mann\n"), 0o600))
+	r := h.run("", "import", path, "--list", fmt.Sprint(list), "--wait")
+	require.Equal(t, ExitFailure, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout+r.stderr, "the service refused every row it was sent (2 rows, none accepted)")
+	require.Contains(t, r.stdout+r.stderr, `is not one of M, K`)
+}

@@ -277,6 +277,9 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 	if err := p.Run(ctx, a.run.Position); err != nil {
 		return "", err
 	}
+	if err := rt.everyRowRefused(ctx, a); err != nil {
+		return "", err
+	}
 	if cfg.Held != nil {
 		a.warning = strings.TrimPrefix(a.warning+"; "+verifyNote(cfg.Held), "; ")
 		a.log.InfoContext(ctx, "verified the list", slog.Int("held", cfg.Held.Len()),

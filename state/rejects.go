@@ -207,6 +207,21 @@ func (s *Store) streamRejects(ctx context.Context, runID int64, what, query stri
 	return nil
 }
 
+// RefusedRows returns how many rows of a run the service refused (CodeRefused), and the
+// reason given for most of them ("" when none was refused).
+func (s *Store) RefusedRows(ctx context.Context, runID int64) (n int64, reason string, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM subsync_reject WHERE run_id = $1 AND code = $2`,
+		runID, CodeRefused).Scan(&n)
+	if err == nil && n > 0 {
+		err = s.db.QueryRowContext(ctx, `SELECT reason FROM subsync_reject WHERE run_id = $1 AND code = $2
+GROUP BY reason ORDER BY COUNT(*) DESC, reason LIMIT 1`, runID, CodeRefused).Scan(&reason)
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("count refused rows of run %d: %w", runID, err)
+	}
+	return n, reason, nil
+}
+
 // WarningCounts returns how many warnings a run recorded, by code.
 func (s *Store) WarningCounts(ctx context.Context, runID int64) (map[string]int64, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT code, COUNT(*) FROM subsync_warning WHERE run_id = $1 GROUP BY code`, runID)
