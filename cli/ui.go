@@ -38,7 +38,11 @@ func (a *app) pages(rt *jobs.Runtime) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := web.New(rt, web.Options{Password: cfg.Web.Password, Logger: a.log})
+	loc, err := web.LoadTimeZone(cfg.Web.TimeZone)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("web.time_zone: %w", err)}
+	}
+	h, err := web.New(rt, web.Options{Password: cfg.Web.Password, Logger: a.log, TimeZone: loc})
 	if err != nil {
 		return nil, fmt.Errorf("web pages: %w", err)
 	}

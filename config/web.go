@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/subsync/subsync/internal/secret"
+	"github.com/subsync/subsync/web"
 )
 
 // Environment variables of the pages' password and the notification webhook (they win over
@@ -25,6 +26,9 @@ type Web struct {
 	PasswordFile string `toml:"password_file"`
 	// Password is the resolved password (from the environment or PasswordFile).
 	Password string `toml:"-"`
+	// TimeZone is the IANA zone the pages show times in ("Europe/Oslo"); empty = the
+	// machine's zone.
+	TimeZone string `toml:"time_zone"`
 }
 
 // Notify configures the failure notifications.
@@ -53,6 +57,9 @@ func (c *Config) resolveWeb(probs *problems, getenv func(string) string, rel fun
 			probs.add("web.password_file", c.Web.PasswordFile, "%v", err)
 		}
 		c.Web.Password = p
+	}
+	if _, err := web.LoadTimeZone(c.Web.TimeZone); err != nil {
+		probs.add("web.time_zone", c.Web.TimeZone, "want an IANA zone such as Europe/Oslo, or empty for the machine's zone")
 	}
 	n := &c.Notify
 	if n.WebhookURL != "" && n.WebhookURLFile != "" {

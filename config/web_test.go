@@ -40,3 +40,15 @@ func TestWebAndNotifySecrets(t *testing.T) {
 	require.ErrorContains(t, err, "notify.webhook_url")
 	require.NotContains(t, err.Error(), "very-secret-token")
 }
+
+// web.time_zone is an IANA zone or empty (the machine's); another value is refused naming
+// the key.
+func TestWebTimeZone(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse("", []byte("[web]\ntime_zone = \"Europe/Oslo\"\n"), env())
+	require.NoError(t, err)
+	require.Equal(t, "Europe/Oslo", cfg.Web.TimeZone)
+	_, err = config.Parse("", []byte("[web]\ntime_zone = \"Europe/Bergen\"\n"), env())
+	require.ErrorContains(t, err, "web.time_zone")
+	require.ErrorContains(t, err, "Europe/Bergen")
+}

@@ -127,7 +127,9 @@ func TestPagesInBrowser(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			d := setupDemo(t, backend)
-			pages, err := web.New(d.rt, web.Options{Password: password})
+			tokyo, err := web.LoadTimeZone("Asia/Tokyo")
+			require.NoError(t, err)
+			pages, err := web.New(d.rt, web.Options{Password: password, TimeZone: tokyo})
 			require.NoError(t, err)
 			srv := httptest.NewServer(pages)
 			defer srv.Close()
@@ -238,9 +240,19 @@ func TestPagesInBrowser(t *testing.T) {
 			// "Run now" queues the sync.
 			require.Equal(t, 200, p.Navigate(srv.URL+"/syncs"))
 			row := p.Text("#syncs tbody tr")
-			require.Contains(t, row, "30 2 * * *")
+			require.Contains(t, row, "every day at 02:30 30 2 * * *", "the schedule in words beside the cron")
 			require.Contains(t, row, "Europe/Oslo")
 			require.Contains(t, row, "never")
+			// The next run is shown in the pages' time zone (web.time_zone), not the schedule's.
+			var next time.Time
+			for _, sc := range d.rt.Schedules(time.Now(), 1) {
+				if sc.Name == syncName {
+					next = sc.Next[0]
+				}
+			}
+			require.Contains(t, row, next.In(tokyo).Format("2006-01-02 15:04:05 JST"))
+			require.Contains(t, p.Text("#zone"), "times in Asia/Tokyo")
+			require.Contains(t, p.Text("#status-pull"), "every 15 minutes */15 * * * * (UTC)")
 			p.Click(`form[action="/syncs/` + syncName + `/run"] button`)
 			msg := p.Text("#message")
 			require.Contains(t, msg, "sync "+syncName+" queued as job")

@@ -28,7 +28,8 @@ var pageNames = []string{"runs", "run", "syncs", "suppression", "health"}
 
 func (s *Server) parseTemplates() error {
 	funcs := template.FuncMap{
-		"time":     formatTime,
+		"time":     s.formatTime,
+		"schedule": jobs.DescribeSchedule,
 		"duration": formatDuration,
 		"email":    func(authed bool, e string) string { return maskEmail(authed, e) },
 		"value": func(authed bool, v string) string {
@@ -68,22 +69,18 @@ type page struct {
 	Nav    string
 	Authed bool
 	CSRF   string
+	Zone   string // the time zone the page's times are in
 	Data   any
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
 	var buf bytes.Buffer
-	p := page{Title: title, Nav: name, Authed: authenticated(r), CSRF: s.csrfToken(), Data: data}
+	p := page{Title: title, Nav: name, Authed: authenticated(r), CSRF: s.csrfToken(), Zone: s.zoneName(), Data: data}
 	if err := s.pages[name].Execute(&buf, p); err != nil {
 		s.fail(w, r, fmt.Errorf("render %s: %w", name, err))
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'self'; form-action 'self'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(buf.Bytes())
 }
 
@@ -358,11 +355,21 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "health", "Health", d)
 }
 
-func formatTime(t time.Time) string {
+// zoneName names the pages' time zone: its IANA name, or for the machine's zone its
+// abbreviation and offset now ("CET, UTC+01:00").
+func (s *Server) zoneName() string {
+	if name := s.opts.TimeZone.String(); name != "Local" {
+		return name
+	}
+	return s.opts.Now().In(s.opts.TimeZone).Format("MST, UTC-07:00")
+}
+
+// formatTime shows a time in the pages' time zone (web.time_zone).
+func (s *Server) formatTime(t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.Local().Format("2006-01-02 15:04:05 MST")
+	return t.In(s.opts.TimeZone).Format("2006-01-02 15:04:05 MST")
 }
 
 func formatDuration(d time.Duration) string {

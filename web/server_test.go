@@ -188,3 +188,25 @@ func TestRejectsArePaged(t *testing.T) {
 		require.Equal(t, fmt.Sprint(i+2), l, "line %d", i)
 	}
 }
+
+// Every page of subsync's sends a Content-Security-Policy that allows no inline script and no
+// framing, X-Frame-Options and nosniff; an error page too.
+func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	d := setupDemo(t, "sqlite")
+	pages, err := web.New(d.rt, web.Options{Password: password})
+	require.NoError(t, err)
+	srv := httptest.NewServer(pages)
+	defer srv.Close()
+	c := client{t: t, base: srv.URL, auth: "Bearer " + password}
+	for _, path := range []string{"/runs", fmt.Sprintf("/runs/%d", d.importID), "/syncs", "/suppression", "/health",
+		"/static/style.css", "/runs/999999", fmt.Sprintf("/runs/%d/rejects.csv", d.importID)} {
+		resp, _ := c.do("GET", path, nil, nil)
+		csp := resp.Header.Get("Content-Security-Policy")
+		require.Contains(t, csp, "script-src 'self'", path)
+		require.Contains(t, csp, "frame-ancestors 'none'", path)
+		require.NotContains(t, csp, "unsafe-inline", path)
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), path)
+		require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), path)
+	}
+}
