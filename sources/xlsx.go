@@ -64,9 +64,11 @@ type XLSXOptions struct {
 	MaxSheetSize int64
 	// MaxCellSize bounds the XML of one cell or shared string. 0 = DefaultMaxCellSize.
 	MaxCellSize int
-	// TempDir is where large parts of the workbook are unpacked while it is read (removed
-	// on Close; the directories of killed runs are removed by the next OpenXLSX). "" =
-	// os.TempDir().
+	// TempDir holds the reader's temporary directory, excelize's while the workbook is read
+	// (removed on Close; the directories of killed runs are removed by the next OpenXLSX).
+	// Nothing of the workbook is unpacked there: the worksheet is streamed, the shared
+	// strings are held in memory, and excelize is given only small parts (xlsxparts.go).
+	// "" = os.TempDir().
 	TempDir string
 }
 
