@@ -34,6 +34,7 @@ var aliases = sync.OnceValue(func() map[string]alias {
 	add(sink.FieldFirstname, 0, "Fornavn", "First Name", "Firstname", "Given Name", "Förnamn", "Fname", "First")
 	add(sink.FieldLastname, 0, "Etternavn", "Last Name", "Lastname", "Surname", "Family Name", "Efternavn",
 		"Efternamn", "Lname", "Last")
+	add(TargetFullName, 0, "Navn", "Fullt navn", "Name", "Full Name", "Fullname", "Namn", "Fullständigt namn")
 	add(sink.FieldAddress, 0, "Adresse", "Address", "Gateadresse", "Street Address", "Street", "Postadresse",
 		"Address 1 - Street", "Address Line 1", "Adress", "Gatuadress", "Home Street", "Business Street")
 	add(sink.FieldAddress, 1, "Address 1 - Formatted")

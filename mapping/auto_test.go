@@ -49,7 +49,7 @@ func TestAuto(t *testing.T) {
 			"Address 1 - Extended Address"}},
 		{"Google Contacts (legacy)", googleContactsLegacyHeader, map[string]string{
 			"Given Name": "firstname", "Family Name": "lastname", "E-mail 1 - Value": "email", "Phone 1 - Value": "phone",
-			"Organization 1 - Name": "company", "Birthday": "birthday", "Gender": "gender",
+			"Organization 1 - Name": "company", "Birthday": "birthday", "Gender": "gender", "Name": "fullname",
 		}, nil},
 		{"Mailchimp", mailchimpHeader, map[string]string{
 			"Email Address": "email", "First Name": "firstname", "Last Name": "lastname", "Address": "address",
@@ -63,7 +63,7 @@ func TestAuto(t *testing.T) {
 			"EPOST": "email", "fornavn": "firstname", "ETTER-NAVN": "lastname", "Fodselsdato": "birthday", "KJONN": "gender",
 			"postnr.": "zip", "Mobiltelefon": "phone", "sted": "city", "bedrift": "company", "SAMTYKKEEPOST": "SAMTYKKEEPOST",
 		}, nil},
-		{"the first of two e-mail columns", []string{"Email", "E-post", "Navn"}, map[string]string{"Email": "email"}, []string{"E-post", "Navn"}},
+		{"the first of two e-mail columns", []string{"Email", "E-post", "Navn"}, map[string]string{"Email": "email", "Navn": "fullname"}, []string{"E-post"}},
 		{"a status column is never guessed", []string{"E-mail", "Status"}, map[string]string{"E-mail": "email"}, []string{"Status"}},
 	}
 	for _, tc := range cases {

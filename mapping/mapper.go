@@ -54,6 +54,7 @@ const (
 	kStatus
 	kStatusMobile
 	kTags
+	kFullName
 )
 
 type op struct {
@@ -361,6 +362,8 @@ func (m *Mapper) columnOp(c Column, fields Fields, createMissing bool, p *PlanEn
 		return op{kind: kStatusMobile, what: "the SMS status"}, ""
 	case TargetTags:
 		return op{kind: kTags, sep: cmp.Or(c.Separator, DefaultSeparator), limit: MaxTag, what: "a tag"}, ""
+	case TargetFullName:
+		return op{kind: kFullName, sep: cmp.Or(c.Split, SplitLastWord), limit: MaxName, what: "the full name"}, ""
 	case TargetCustom:
 		return m.customOp(c, fields, createMissing, p)
 	}
@@ -465,6 +468,8 @@ func (m *Mapper) compileConstants(e *SpecError, spec Spec, fields Fields, claim 
 					m.hasConsent = true
 				}
 			}
+		case kFullName:
+			m.base.Firstname, m.base.Lastname = row.Sub.Firstname, row.Sub.Lastname
 		default:
 			setField(&m.base, o.name, fieldOf(&row.Sub, o.name))
 		}
@@ -750,6 +755,20 @@ func (m *Mapper) applyClean(a *Arena, row *Row, o *op, rec *sources.Record, raw 
 		}
 	case kTags:
 		return m.applyTags(row, o, rec, raw, v)
+	case kFullName:
+		first, last := splitName(v, o.sep)
+		for _, part := range []string{first, last} {
+			if n := utf8.RuneCountInString(part); n > o.limit {
+				return m.reject(rec, o, raw, CodeTooLong, fmt.Sprintf("a name in the full name has %d characters, more than the %d allowed", n, o.limit))
+			}
+		}
+		// A firstname or lastname column with a value wins.
+		if row.Sub.Firstname == "" {
+			row.Sub.Firstname = first
+		}
+		if row.Sub.Lastname == "" {
+			row.Sub.Lastname = last
+		}
 	case kCustomText:
 		if len(v) > o.limit {
 			if n := utf8.RuneCountInString(v); n > o.limit {

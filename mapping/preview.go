@@ -227,6 +227,8 @@ func (m *Mapper) previewColumns() []string {
 			has[TargetStatusMobile] = true
 		case kTags:
 			has[TargetTags] = true
+		case kFullName:
+			has[sink.FieldFirstname], has[sink.FieldLastname] = true, true
 		default:
 			has[o.name] = true
 		}

@@ -21,7 +21,20 @@ const (
 	TargetTags         = "tags"          // tags, split on Column.Separator
 	TargetIgnore       = "ignore"        // the column is read and deliberately not sent
 	TargetCustom       = "custom"        // a custom field, named by Column.Custom (its label)
+	// TargetFullName is a full name ("Kari Anne Hansen"), split into firstname and lastname
+	// (by Column.Split); a firstname or lastname column with a value wins over it.
+	TargetFullName = "fullname"
 )
+
+// How a full name is split (Column.Split). "Hansen, Kari Anne" (a comma) is always last name
+// first.
+const (
+	SplitLastWord  = "last-word"  // the last word is the last name: "Kari Anne | Hansen" (the default)
+	SplitFirstWord = "first-word" // the first word is the first name: "Kari | Anne Hansen"
+	SplitLastFirst = "last-first" // the first word is the last name: "Hansen | Kari Anne"
+)
+
+var splits = []string{SplitLastWord, SplitFirstWord, SplitLastFirst}
 
 // Duplicate policies: what a run does with a second row for an e-mail address it has seen.
 const (
@@ -110,6 +123,11 @@ type Column struct {
 	Separator string `json:"separator,omitempty"`
 	// OnInvalid is Spec.OnInvalid for this column ("": the mapping's).
 	OnInvalid string `json:"on_invalid,omitempty"`
+	// Split is how a full name (TargetFullName) is split: SplitLastWord when empty.
+	Split string `json:"split,omitempty"`
+	// Fallback are the columns an e-mail column falls back on, in order: the first of the
+	// column and its fallbacks with a valid address is sent.
+	Fallback []string `json:"fallback,omitempty"`
 }
 
 // SpecError says why a mapping is invalid. It lists every problem found, each naming the key
@@ -324,8 +342,8 @@ func parseColumn(e *SpecError, key string, v any) (Column, bool) {
 		var c Column
 		ok := true
 		for _, k := range sortedKeys(v) {
-			if !slices.Contains([]string{"to", "custom", "datatype", "choices", "separator", "on_invalid"}, k) {
-				e.add(key+"."+k, "unknown key (want to, custom, datatype, choices, separator or on_invalid)")
+			if !slices.Contains([]string{"to", "custom", "datatype", "choices", "separator", "on_invalid", "split", "fallback"}, k) {
+				e.add(key+"."+k, "unknown key (want to, custom, datatype, choices, separator, on_invalid, split or fallback)")
 				ok = false
 			}
 		}
@@ -386,6 +404,21 @@ func parseColumn(e *SpecError, key string, v any) (Column, bool) {
 			}
 			c.OnInvalid = o
 		}
+		if sp, present := str("split"); present {
+			if !slices.Contains(splits, sp) {
+				e.add(key+".split", "want %s", strings.Join(quoteAll(splits), ", "))
+				ok = false
+			}
+			c.Split = sp
+		}
+		if x, present := v["fallback"]; present {
+			list, isList := stringList(x)
+			if !isList || len(list) == 0 || slices.Contains(list, "") {
+				e.add(key+".fallback", "want an array of column names, got %s", tomlType(x))
+				ok = false
+			}
+			c.Fallback = list
+		}
 		if x, present := v["choices"]; present {
 			list, isList := stringList(x)
 			if !isList {
@@ -407,6 +440,14 @@ func parseColumn(e *SpecError, key string, v any) (Column, bool) {
 		}
 		if c.Separator != "" && c.To != TargetTags && !(c.To == TargetCustom && (c.Datatype == sink.DatatypeMultipleChoice || c.Datatype == "")) {
 			e.add(key+".separator", "a separator belongs to tags and multiple_choice fields only")
+			return Column{}, false
+		}
+		if c.Split != "" && c.To != TargetFullName {
+			e.add(key+".split", "split belongs to fullname columns only")
+			return Column{}, false
+		}
+		if c.Fallback != nil && c.To != sink.FieldEmail {
+			e.add(key+".fallback", "fallback columns belong to the email column only")
 			return Column{}, false
 		}
 		if c.OnInvalid == OnInvalidDrop && !optional(c.To) {
@@ -441,7 +482,7 @@ func isChoice(datatype string) bool {
 
 var errTargetHelp = "want a subscriber field (" + strings.Join(standardFields, ", ") +
 	"), a consent field (" + strings.Join(sink.ConsentFields, ", ") +
-	"), status, status_mobile, tags, ignore or custom:<label>"
+	"), fullname, status, status_mobile, tags, ignore or custom:<label>"
 
 // parseTarget reads a target as written in a mapping: a field name in any case, or
 // "custom:<label>".
@@ -459,7 +500,7 @@ func parseTarget(s string) (Column, error) {
 		return Column{To: lower}, nil
 	}
 	switch lower {
-	case TargetStatus, TargetStatusMobile, TargetTags, TargetIgnore:
+	case TargetStatus, TargetStatusMobile, TargetTags, TargetIgnore, TargetFullName:
 		return Column{To: lower}, nil
 	}
 	upper := strings.ToUpper(t)
