@@ -211,26 +211,3 @@ func mapEncode(m *Mapper, recs []sources.Record, n, workers int, out []sink.Subs
 	wg.Wait()
 	return bytes.Load(), firstErr
 }
-
-// BenchmarkDeduper measures the Deduper's memory per distinct address.
-func BenchmarkDeduper(b *testing.B) {
-	const n = 1_000_000
-	emails := make([]string, n)
-	for i := range emails {
-		emails[i] = fmt.Sprintf("someone.with.a.long.address%d@example.no", i)
-	}
-	var before, after runtime.MemStats
-	var d *Deduper
-	for b.Loop() {
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		d = NewDeduper(DuplicatesLast)
-		for _, e := range emails {
-			d.Observe(e)
-		}
-		runtime.GC() // count what the Deduper holds, not the tables it outgrew
-		runtime.ReadMemStats(&after)
-	}
-	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(d.Len()), "heap_bytes/address")
-	runtime.KeepAlive(d)
-}

@@ -3,6 +3,8 @@ package mapping
 import (
 	"cmp"
 	"hash/maphash"
+
+	"github.com/subsync/subsync/internal/hashtab"
 )
 
 // Deduper finds second rows for an e-mail address within one run, by the mapping's duplicate
@@ -28,7 +30,7 @@ type Deduper struct {
 	policy string
 	column string
 	seed   maphash.Seed
-	seen   hashSet
+	seen   hashtab.Map // the hashes of the addresses seen
 	dups   int64
 }
 
@@ -51,7 +53,7 @@ func (m *Mapper) NewDeduper() *Deduper {
 // Observe records an e-mail address (as mapped: trimmed and lower-cased) and reports whether
 // it was seen before. It does not count duplicates.
 func (d *Deduper) Observe(email string) (seen bool) {
-	return !d.seen.add(maphash.String(d.seed, email))
+	return !d.seen.Add(maphash.String(d.seed, email))
 }
 
 // Check decides about one mapped row: send reports whether to send it; rej is set when the
@@ -89,75 +91,4 @@ func (d *Deduper) Decide(row Row, seen bool) (send bool, rej *Reject) {
 func (d *Deduper) Duplicates() int64 { return d.dups }
 
 // Len returns how many distinct addresses the Deduper has seen.
-func (d *Deduper) Len() int { return d.seen.n }
-
-// hashSet is a set of 64-bit hashes: hashShards tables by the hash's top bits, each with
-// open addressing and linear probing, 8 bytes a slot, at most 3/4 full, so 11 to 21 bytes an
-// address (a Go map takes about 38). Each table grows on its own, so growing holds the old and
-// new slots of one table at a time, not of the whole set.
-type hashSet struct {
-	shards [hashShards]hashTable
-	n      int
-}
-
-// hashShards is how many tables a hashSet is split into (by the top 6 bits of a hash).
-const hashShards = 64
-
-type hashTable struct {
-	slots []uint64 // 0 marks a free slot; the hash 0 is stored as 1
-	n     int
-}
-
-// add inserts h and reports whether it was not there yet.
-func (s *hashSet) add(h uint64) bool {
-	if h == 0 {
-		h = 1
-	}
-	if !s.shards[h>>58].add(h) {
-		return false
-	}
-	s.n++
-	return true
-}
-
-// slots is how many slots the set's tables have in all.
-func (s *hashSet) slots() int {
-	n := 0
-	for i := range s.shards {
-		n += len(s.shards[i].slots)
-	}
-	return n
-}
-
-func (t *hashTable) add(h uint64) bool {
-	if (t.n+1)*4 > len(t.slots)*3 {
-		t.grow()
-	}
-	mask := uint64(len(t.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		switch t.slots[i] {
-		case h:
-			return false
-		case 0:
-			t.slots[i] = h
-			t.n++
-			return true
-		}
-	}
-}
-
-func (t *hashTable) grow() {
-	old := t.slots
-	t.slots = make([]uint64, max(64, 2*len(old)))
-	mask := uint64(len(t.slots) - 1)
-	for _, h := range old {
-		if h == 0 {
-			continue
-		}
-		i := h & mask
-		for t.slots[i] != 0 {
-			i = (i + 1) & mask
-		}
-		t.slots[i] = h
-	}
-}
+func (d *Deduper) Len() int { return d.seen.Len() }

@@ -70,28 +70,6 @@ func TestDeduperObserveForResume(t *testing.T) {
 	require.False(t, send, "an address replayed with Observe counts as seen")
 }
 
-func TestHashSet(t *testing.T) {
-	t.Parallel()
-	var s hashSet
-	ref := map[uint64]bool{}
-	x := uint64(0x9E3779B97F4A7C15)
-	for i := range 50_000 {
-		h := x * uint64(i%20_000) // repeats, and 0 for i%20000 == 0
-		if i%7 == 0 {
-			h = uint64(i%3) << 40 // collide in the low bits, where the slot index comes from
-		}
-		if h == 1 {
-			continue // 0 and 1 are one key by design
-		}
-		require.Equal(t, !ref[h], s.add(h), "add(%#x)", h)
-		ref[h] = true
-	}
-	require.Equal(t, len(ref), s.n)
-	for _, sh := range s.shards {
-		require.LessOrEqual(t, sh.n*4, len(sh.slots)*3, "at most 3/4 full")
-	}
-}
-
 // TestDeduperGrowsInSteps: the set of a run's e-mails grows with the run (11 to 21 bytes an
 // address), and growing never holds a copy of the whole set beside the new one. Not
 // parallel: it counts the bytes the process allocates.

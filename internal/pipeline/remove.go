@@ -70,11 +70,11 @@ func (e *Engine) Removals(ctx context.Context, st RosterStore, absent bool) (Rem
 	}
 	r := Removals{Members: t.roster.Len()}
 	err := st.ScanRoster(ctx, t.roster.Sync(), e.cfg.ListID, func(row state.RosterRow) error {
-		if _, ok := t.claims.get(row.Email); ok {
+		if t.claims.Has(row.Email) {
 			return nil
 		}
 		_, suppressed := e.filt.sup.Status(row.RosterEntry.Email)
-		if _, ok := t.moved.get(row.RosterEntry.Email); ok && e.cfg.DryRun {
+		if t.moved.Has(row.RosterEntry.Email) && e.cfg.DryRun {
 			// Moved by this dry run, which records nothing. (A run marks an address moved
 			// when the service acknowledged the new one, not before.)
 			row.Moved = true
