@@ -31,6 +31,10 @@ var aliases = sync.OnceValue(func() map[string]alias {
 		"E-mail", "Email", "Email Address", "E-mail Address", "Emailadresse", "E-mailadresse",
 		"Mailadresse", "E-mail 1 - Value", "Primary Email", "Email 1", "E-postadress", "Mejl", "Mejladress")
 	add(sink.FieldEmail, 1, "E-post 1", "Epost1", "E-mail 1", "Email1", "Work Email", "Personal Email")
+	// The second and third addresses of Outlook (English and Norwegian) and Google Contacts
+	// exports: fallbacks of the first (see AutoSampled).
+	add(sink.FieldEmail, 2, "E-mail 2 Address", "E-mail 2 - Value", "E-post 2-adresse", "E-post 2", "Email 2", "E-mail 2")
+	add(sink.FieldEmail, 3, "E-mail 3 Address", "E-mail 3 - Value", "E-post 3-adresse", "E-post 3", "Email 3", "E-mail 3")
 	add(sink.FieldFirstname, 0, "Fornavn", "First Name", "Firstname", "Given Name", "Förnamn", "Fname", "First")
 	add(sink.FieldLastname, 0, "Etternavn", "Last Name", "Lastname", "Surname", "Family Name", "Efternavn",
 		"Efternamn", "Lname", "Last")
@@ -154,6 +158,11 @@ func AutoSampled(header []string, sample [][]string) (Spec, []string, []Choice) 
 			spec.Columns[h] = Column{To: TargetTags}
 		case ok && best[a.target].col == i:
 			spec.Columns[h] = Column{To: a.target}
+			if a.target == sink.FieldEmail {
+				spec.Columns[h] = Column{To: a.target, Fallback: emailFallbacks(header, alts[a.target], i)}
+			}
+		case ok && a.target == sink.FieldEmail:
+			// A fallback of the e-mail column chosen.
 		case strings.HasPrefix(h, state.ExportPrefix):
 			// A column of a rejects export: ignored (see Compile), not reported.
 		default:
@@ -163,6 +172,19 @@ func AutoSampled(header []string, sample [][]string) (Spec, []string, []Choice) 
 		}
 	}
 	return spec, unplaced, choices
+}
+
+// emailFallbacks are the e-mail columns cols of header but the chosen one, by rank, then from
+// the left: the other addresses of an export, tried in turn when the chosen column has no
+// valid address. nil when there are none.
+func emailFallbacks(header []string, cols []int, chosen int) []string {
+	rest := slices.DeleteFunc(slices.Clone(cols), func(i int) bool { return i == chosen })
+	slices.SortStableFunc(rest, func(x, y int) int { return aliases()[fold(header[x])].rank - aliases()[fold(header[y])].rank })
+	var out []string
+	for _, i := range rest {
+		out = append(out, header[i])
+	}
+	return out
 }
 
 // WithAuto returns s with its columns filled by Auto when it has none (the other settings

@@ -71,6 +71,9 @@ type op struct {
 	slot    int    // consent and custom fields: index in Mapper.fields
 	asIs    bool   // values may be mapped as they stand (see applyAsIs)
 	drop    bool   // an invalid value is dropped with a warning (on_invalid = "drop")
+	// kEmail: the fallback columns (indexes in the record, and names), in order.
+	alts     []int
+	altNames []string
 }
 
 // Row is a source row mapped to a subscriber payload.
@@ -212,6 +215,7 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 		}
 		o.col, o.column, o.field = idx, header[idx], fieldNamed(o.name)
 		o.drop = cmp.Or(c.OnInvalid, spec.OnInvalid) == OnInvalidDrop && optional(c.To)
+		m.fallbacks(&e, &o, c, key, mappedBy)
 		m.ops = append(m.ops, o)
 	}
 	for _, col := range spec.Ignore {
@@ -524,6 +528,9 @@ func (m *Mapper) computeFingerprint() string {
 	for _, o := range ops {
 		w("column", o.column, strconv.Itoa(int(o.kind)), o.name, o.sep, strconv.Itoa(o.limit))
 		w(append([]string{"choices"}, o.choices...)...)
+		if len(o.altNames) > 0 {
+			w(append([]string{"fallback"}, o.altNames...)...)
+		}
 	}
 	w("status", m.status, m.statusMob)
 	for _, f := range m.fields { // in name order
@@ -590,7 +597,20 @@ func (m *Mapper) MapWarn(a *Arena, rec *sources.Record, row *Row, warnings *[]Re
 		if o.asIs && m.applyAsIs(a, row, o, raw) {
 			continue // apply's first step, without a call for every value
 		}
-		if r := m.applyClean(a, row, o, rec, raw); r != nil {
+		var r *Reject
+		if o.kind == kEmail {
+			var warns []Reject
+			r, warns = m.applyEmail(a, row, o, rec, raw)
+			for _, w := range warns {
+				if warnings != nil {
+					*warnings = append(*warnings, w)
+				}
+				dropped = append(dropped, w.fault())
+			}
+		} else {
+			r = m.applyClean(a, row, o, rec, raw)
+		}
+		if r != nil {
 			switch {
 			case rej != nil:
 				rej.More = append(rej.More, r.fault())

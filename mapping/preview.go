@@ -190,6 +190,8 @@ func (t *textPreview) start() {
 			target = "- (not mapped, not sent)"
 		case p.Target == TargetIgnore:
 			target = "ignore (not sent)"
+		case p.Target == TargetEmailFallback:
+			target = "email fallback (" + p.Note + ")"
 		case p.Slot != "":
 			target = p.Target + " → " + p.Slot + " (" + p.Datatype + ")"
 		case p.Note != "":

@@ -26,6 +26,7 @@ const (
 	CodeRowUnreadable   = "row_unreadable"   // the source could not read the row (a *sources.RowError of another cause)
 	CodeDuplicateKey    = "duplicate_key"    // the source key (the column mapped to external_id) is on an earlier row with another e-mail
 	CodeKeyConflict     = "key_conflict"     // the e-mail address is on an earlier row with another source key
+	CodeMultipleEmails  = "multiple_emails"  // a warning: the e-mail cell held several addresses; the first valid one was sent
 	CodeErased          = "erased"           // the person was erased (subsync forget) and is never sent again; the reject holds no value
 )
 

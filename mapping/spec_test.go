@@ -176,7 +176,7 @@ func TestExampleMappingFile(t *testing.T) {
 	t.Parallel()
 	spec, err := LoadSpec("example.mapping.toml")
 	require.NoError(t, err)
-	header := []string{"E-post", "Fornavn", "Etternavn", "Navn", "Adresse", "Postnr", "Poststed", "Mobil", "Fødselsdato", "Kjønn",
+	header := []string{"E-post", "E-post 2", "Fornavn", "Etternavn", "Navn", "Adresse", "Postnr", "Poststed", "Mobil", "Fødselsdato", "Kjønn",
 		"Nyhetsbrev", "SMS", "Grupper", "Medlemsnr", "Medlemstype", "Interesser", "Innmeldt", "Notat", "Intern ID"}
 	fields := NewFields([]sink.CustomField{
 		{Label: "Medlemsnummer", Value: "EXTRA1", Datatype: "number"},
