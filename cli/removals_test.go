@@ -52,6 +52,15 @@ source = { path = %q }
 	shown := decode[runJSON](t, h.ok("runs", strconv.FormatInt(run.ID, 10), "--json"))
 	require.Equal(t, int64(2), shown.Counts.Removed)
 	require.Contains(t, h.ok("runs", strconv.FormatInt(run.ID, 10)), "removed")
+	// runs ID says who left, and --removed names them.
+	require.Equal(t, &removalsJSON{Left: 2}, shown.Removals)
+	require.Contains(t, h.ok("runs", strconv.FormatInt(run.ID, 10)), "2 who left the source, 0 old addresses of changed keys")
+	listed := h.ok("runs", strconv.FormatInt(run.ID, 10), "--removed")
+	require.Regexp(t, `alan@example.com\s+left the source`, listed)
+	require.Regexp(t, `grace@example.com\s+left the source`, listed)
+	require.NotContains(t, listed, "ada@example.com")
+	require.ElementsMatch(t, []removedJSON{{Email: "alan@example.com", Why: "left"}, {Email: "grace@example.com", Why: "left"}},
+		decode[[]removedJSON](t, h.ok("runs", strconv.FormatInt(run.ID, 10), "--removed", "--json")))
 	for _, s := range h.srv.ListSubscribers(list) {
 		want := "unsubscribed"
 		if s.Email == "ada@example.com" {

@@ -26,6 +26,7 @@ func (a *app) runsCommand() *cobra.Command {
 		limit              int
 		kind, name, stateF string
 		rejects, format    string
+		removed            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "runs [ID]",
@@ -42,19 +43,29 @@ fields separated as the source file's were (a semicolon file gives a semicolon e
 cells a spreadsheet would run as a formula quoted; or a workbook with --format xlsx (or a
 FILE ending in .xlsx). Standard output gets the same CSV without the byte-order mark, for
 scripts. Fix the rows in a spreadsheet and import the file again: subsync ignores its
-subsync: columns and takes the quoting away.`,
+subsync: columns and takes the quoting away.
+
+With --removed, list whom a sync run unsubscribed: each address, why (it left the source, or
+its key came with a new address: "moved", with the new one); --json gives them as an array.`,
 		Example: `  subsync runs
   subsync runs --kind sync --name crm --limit 10 --json
   subsync runs 42
   subsync runs 42 --rejects rejects.csv
   subsync runs 42 --rejects rejects.xlsx
   subsync runs 42 --rejects - | wc -l
+  subsync runs 57 --removed
   subsync import rejects.csv --list 7 --wait   # after fixing the rows`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if len(args) == 0 && rejects != "" {
 				return usagef("--rejects needs the id of a run")
+			}
+			if len(args) == 0 && removed {
+				return usagef("--removed needs the id of a run")
+			}
+			if removed && rejects != "" {
+				return usagef("give --removed or --rejects, not both")
 			}
 			opts := export.Options{Format: export.FormatOf(rejects), NoBOM: rejects == "-"}
 			if format != "" {
@@ -127,6 +138,9 @@ subsync: columns and takes the quoting away.`,
 			if err != nil {
 				return fmt.Errorf("read run %d: %w", id, err)
 			}
+			if removed {
+				return a.printRemoved(ctx, store, run, asJSON)
+			}
 			if rejects == "" {
 				return a.printRun(ctx, store, run, asJSON)
 			}
@@ -160,6 +174,7 @@ subsync: columns and takes the quoting away.`,
 	fl.StringVar(&name, "name", "", "only runs of this sync (or imported file name)")
 	fl.StringVar(&stateF, "state", "", "only runs in this state: running, retrying, interrupted, completed, failed or cancelled")
 	fl.StringVar(&rejects, "rejects", "", `write the run's rejects to this file ("-": standard output, CSV without a byte-order mark)`)
+	fl.BoolVar(&removed, "removed", false, "list whom the run unsubscribed: who left the source, and old addresses of changed keys")
 	fl.StringVar(&format, "format", "", "the rejects export's format: csv or xlsx (default: xlsx for a FILE ending in .xlsx, else csv)")
 	jsonFlag(cmd, &asJSON)
 	return cmd

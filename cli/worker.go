@@ -295,6 +295,12 @@ type runJSON struct {
 	// Warnings counts the values dropped from rows that were sent (on_invalid = "drop"), by
 	// code; only in the output of one run.
 	Warnings map[string]int64 `json:"warnings,omitempty"`
+	// ColumnsNotSent are the source columns neither mapped nor ignored, IgnoredColumns those
+	// the mapping ignores; Removals counts whom a sync unsubscribed (runs ID --removed lists
+	// them). Only in the output of one run.
+	ColumnsNotSent []string      `json:"columns_not_sent,omitempty"`
+	IgnoredColumns []string      `json:"ignored_columns,omitempty"`
+	Removals       *removalsJSON `json:"removals,omitempty"`
 }
 
 type countsJSON struct {
@@ -354,11 +360,16 @@ func (a *app) printRun(ctx context.Context, store *state.Store, r state.Run, asJ
 	if err != nil {
 		return err
 	}
+	story, err := readStory(ctx, store, r)
+	if err != nil {
+		return err
+	}
 	if asJSON {
 		j := toRunJSON(r)
 		if len(warnings) > 0 {
 			j.Warnings = warnings
 		}
+		story.addJSON(&j)
 		return a.printJSON(j)
 	}
 	pairs := []any{
@@ -381,6 +392,7 @@ func (a *app) printRun(ctx context.Context, store *state.Store, r state.Run, asJ
 	for _, f := range jobs.DescribeRun(r).Facts {
 		pairs = append(pairs, f.Label, f.Value)
 	}
+	pairs = append(pairs, story.pairs(r)...)
 	pairs = append(pairs,
 		"attempts", r.Attempts, "started", formatTime(r.StartedAt), "finished", formatTime(r.FinishedAt),
 		"duration", r.Duration().Round(time.Millisecond),

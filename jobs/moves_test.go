@@ -111,6 +111,20 @@ func TestKeyedAddressChange(t *testing.T) {
 			return nil
 		}))
 		require.Equal(t, map[int]string{n + 2: mapping.CodeDuplicateKey, n + 3: mapping.CodeKeyConflict}, codes)
+		// The run names whom it unsubscribed: each old address, moved, with its key's new one.
+		removed, err := rt.State().RemovedPage(ctx, second.ID, 0, 1000)
+		require.NoError(t, err)
+		require.Len(t, removed, 90)
+		for _, r := range removed {
+			var i int
+			_, err := fmt.Sscanf(r.Email, "person%d@example.com", &i)
+			require.NoError(t, err, r.Email)
+			require.True(t, r.Moved, r.Email)
+			require.Equal(t, moved(i), r.NewEmail, r.Email)
+		}
+		counted, err := rt.State().CountRemoved(ctx, second.ID)
+		require.NoError(t, err)
+		require.Equal(t, state.RemovalCounts{Moved: 90}, counted)
 
 		after := snapshot(b.emu)
 		active, unsubscribed := 0, 0

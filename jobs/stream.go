@@ -259,7 +259,7 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 	if err := rt.store.SetTotals(ctx, a.run.ID, a.owner, pr.TotalRows, pr.TotalBytes); err != nil {
 		return "", err
 	}
-	if err := rt.recordSource(ctx, a, r); err != nil {
+	if err := rt.recordSource(ctx, a, r, cfg.Mapper); err != nil {
 		return "", err
 	}
 	kind, sync := a.run.Kind, syncLabel(a.run.Kind, a.run.Name)

@@ -302,6 +302,7 @@ WHERE change_id IN (SELECT id FROM subsync_status_change WHERE email = $1)`, ema
 	{"subsync_roster", func(ctx context.Context, _ *Store, tx *sql.Tx, email string) (int64, error) {
 		return execCount(ctx, tx, "DELETE FROM subsync_roster WHERE email = $1", email)
 	}},
+	{"subsync_removal", eraseRemoved},
 	{"subsync_fingerprint", eraseFingerprints},
 	{"subsync_staged_file", eraseStaged},
 }

@@ -239,6 +239,9 @@ WHERE id = $1 AND lease_owner = $2`, r.RunID, r.Owner, len(r.Removed), r.TTL.Mic
 		if err := fenced(res, r.RunID); err != nil {
 			return err
 		}
+		if err := recordRemoved(ctx, tx, s.d, r); err != nil {
+			return err
+		}
 		return deleteRoster(ctx, tx, s.d, r.Sync, r.ListID, append(slices.Clip(r.Removed), r.Dropped...))
 	})
 }

@@ -68,3 +68,54 @@ func TestRoster(t *testing.T) {
 		require.Equal(t, 2, left)
 	})
 }
+
+// TestRemovedNamed: a removal records whom it unsubscribed and why (left the source, or the
+// old address of a key that moved, with the new one), in order, a page at a time; an erasure
+// deletes a person from those lists, as the old address and as the new one.
+func TestRemovedNamed(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		run, err := s.ClaimRun(ctx, state.Claim{JobID: 1, Kind: state.KindSync, Name: "crm", ListID: 7, Owner: "a", TTL: time.Minute})
+		require.NoError(t, err)
+		cp := func(add ...state.Member) {
+			t.Helper()
+			require.NoError(t, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "a", TTL: time.Minute,
+				Roster: &state.RosterChange{Sync: "crm", ListID: 7, Add: add}}))
+		}
+		cp(state.Member{Email: "a@example.com", Key: "K1"}, state.Member{Email: "b@example.com", Key: "K2"},
+			state.Member{Email: "c@example.com"}, state.Member{Email: "d@example.com", Key: "K4"})
+		cp(state.Member{Email: "a2@example.com", Key: "K1", Moved: true})
+		require.NoError(t, s.RecordRemoval(ctx, state.Removal{RunID: run.ID, Owner: "a", TTL: time.Minute, Sync: "crm", ListID: 7,
+			Removed: []string{"c@example.com", "A@example.com"}}))
+		require.NoError(t, s.RecordRemoval(ctx, state.Removal{RunID: run.ID, Owner: "a", TTL: time.Minute, Sync: "crm", ListID: 7,
+			Removed: []string{"d@example.com"}}))
+
+		all, err := s.RemovedPage(ctx, run.ID, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, all, 3)
+		strip := func(rs []state.Removed) []state.Removed {
+			for i := range rs {
+				rs[i].ID = 0
+			}
+			return rs
+		}
+		page, err := s.RemovedPage(ctx, run.ID, 0, 2)
+		require.NoError(t, err)
+		rest, err := s.RemovedPage(ctx, run.ID, page[1].ID, 2)
+		require.NoError(t, err)
+		require.Equal(t, []state.Removed{{Email: "a@example.com", Moved: true, NewEmail: "a2@example.com"},
+			{Email: "c@example.com"}, {Email: "d@example.com"}}, strip(append(page, rest...)))
+		counts, err := s.CountRemoved(ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, state.RemovalCounts{Left: 2, Moved: 1}, counts)
+
+		_, err = s.Erase(ctx, "a2@example.com")
+		require.NoError(t, err)
+		_, err = s.Erase(ctx, "c@example.com")
+		require.NoError(t, err)
+		left, err := s.RemovedPage(ctx, run.ID, 0, 10)
+		require.NoError(t, err)
+		require.Equal(t, []state.Removed{{Email: "d@example.com"}}, strip(left))
+	})
+}

@@ -82,8 +82,9 @@ func setupDemo(t *testing.T, backend string) *demo {
 			{Name: syncName, ListID: d.listID, Source: sources.Config{Path: path}, Schedule: "30 2 * * *", TimeZone: "Europe/Oslo"},
 			{Name: "crm", ListID: d.listID, Source: sources.Config{Kind: "sql", Driver: "pgx", DSN: secretDSN, Query: "SELECT 1"}},
 		},
-		StatusPull: jobs.StatusPullSpec{Schedule: "*/15 * * * *"},
-		Notify:     jobs.NotifySpec{WebhookURL: "https://hooks.example.com/services/hook-secret-that-must-not-show"},
+		StatusPull: jobs.StatusPullSpec{Schedule: "*/15 * * * *",
+			WriteBack: jobs.WriteBackSpec{Kind: jobs.WriteBackCSV, Path: filepath.Join(dir, "statuses.csv")}},
+		Notify: jobs.NotifySpec{WebhookURL: "https://hooks.example.com/services/hook-secret-that-must-not-show"},
 	}
 	if backend == "postgres" {
 		cfg.DatabaseURL, _ = testdb.PostgresSchema(t)
@@ -171,6 +172,11 @@ func TestPagesInBrowser(t *testing.T) {
 			// a row, the row counted once.
 			p.Click(fmt.Sprintf(`a[href="/runs/%d"]`, d.importID))
 			require.Contains(t, p.Text("#counts"), "Rejected\t3")
+			// Above the paged table, the rejects by code with the first of each.
+			require.Equal(t, []string{
+				"invalid_email\t2\tline 23 column E-post: ikke-en-epost: the e-mail address has no @",
+				"invalid_phone\t1\tline 25 column Mobil: 12ab: the phone number contains \"a\" (only digits, spaces, +, -, . and brackets belong in a phone number)",
+			}, p.Texts("#reject-codes tbody tr"))
 			rejects := p.Texts("#rejects tbody tr")
 			require.Len(t, rejects, 5)
 			require.Contains(t, rejects[0], "23\t\tE-post\tikke-en-epost\tinvalid_email")
@@ -219,10 +225,15 @@ func TestPagesInBrowser(t *testing.T) {
 			// The status pull's page tells what it did in its words, with no "sent".
 			require.Equal(t, 200, p.Navigate(fmt.Sprintf("%s/runs/%d", srv.URL, d.pullID)))
 			pull := p.Text("#counts")
-			require.Contains(t, pull, "Changes read\t")
-			require.Contains(t, pull, "Requests\t1")
-			require.NotContains(t, pull, "Sent")
-			require.NotContains(t, pull, "Rows read")
+			require.Contains(t, pull, "Changes read\t1")
+			require.Contains(t, pull, "Recorded\t1")
+			require.Contains(t, pull, "Written back\t1")
+			require.Contains(t, pull, "Requests\t")
+			page := p.Text("main")
+			for _, word := range []string{"Sent", "Rows read", "Rejects", "rejects"} {
+				require.NotContains(t, page, word, "a status pull sends no rows and rejects none")
+			}
+			p.Screenshot(filepath.Join(shots, "run-status-pull.png"))
 
 			// The suppression search finds the person who unsubscribed, learnt by the pull.
 			require.Equal(t, 200, p.Navigate(srv.URL+"/suppression"))

@@ -18,9 +18,6 @@ import (
 	"github.com/subsync/subsync/state"
 )
 
-// RejectsPerPage is how many rejects a run page lists at a time.
-const RejectsPerPage = 50
-
 // runsPerPage is how many runs the runs page lists at a time.
 const runsPerPage = 50
 
@@ -140,13 +137,6 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "runs", "Runs", d)
 }
 
-type runData struct {
-	Run     state.Run
-	Rejects []state.Reject
-	Next    string // the link to the next page of rejects
-	First   bool
-}
-
 func (s *Server) runByPath(w http.ResponseWriter, r *http.Request) (state.Run, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
@@ -163,26 +153,6 @@ func (s *Server) runByPath(w http.ResponseWriter, r *http.Request) (state.Run, b
 		return state.Run{}, false
 	}
 	return run, true
-}
-
-func (s *Server) run(w http.ResponseWriter, r *http.Request) {
-	run, ok := s.runByPath(w, r)
-	if !ok {
-		return
-	}
-	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
-	rejects, err := s.b.State().RejectsPage(r.Context(), run.ID, after, RejectsPerPage+1)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	d := runData{Run: run, First: after == 0}
-	if len(rejects) > RejectsPerPage {
-		rejects = rejects[:RejectsPerPage]
-		d.Next = fmt.Sprintf("/runs/%d?after=%d", run.ID, rejects[len(rejects)-1].Ordinal)
-	}
-	d.Rejects = rejects
-	s.render(w, r, "run", fmt.Sprintf("Run %d", run.ID), d)
 }
 
 // rejects is the same export as `subsync runs ID --rejects FILE` (export.Rejects): CSV for
@@ -361,7 +331,11 @@ func (s *Server) zoneName() string {
 	if name := s.opts.TimeZone.String(); name != "Local" {
 		return name
 	}
-	return s.opts.Now().In(s.opts.TimeZone).Format("MST, UTC-07:00")
+	now := s.opts.Now().In(s.opts.TimeZone)
+	if now.Format("MST") == "UTC" {
+		return "UTC"
+	}
+	return now.Format("MST, UTC-07:00")
 }
 
 // formatTime shows a time in the pages' time zone (web.time_zone).
