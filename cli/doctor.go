@@ -35,7 +35,9 @@ func (a *app) doctorCommand() *cobra.Command {
 		Long: `Contact the service with the configured credentials, read-only, and check that it
 answers and accepts the credentials, that every configured list exists, that every mapped
 custom-field label resolves to a slot of the expected datatype, that the status feed answers
-in a shape subsync reads, and that the legacy (v3) base URL answers when it is set. It prints
+in a shape subsync reads, that the legacy (v3) base URL answers when it is set, and that the
+status write-back can run (its statement is prepared on the source database, not run; a
+contacts file is read for its email column). It prints
 a checklist with the fix for each failure and exits 0 when all is well, 1 otherwise.
 
 With --save-samples DIR every response is written to DIR with personal data replaced, so it
@@ -80,7 +82,7 @@ func (a *app) doctor(ctx context.Context, samplesDir string) error {
 	if err != nil {
 		return &usageError{err}
 	}
-	checks := doctorChecks(ctx, c, cfg)
+	checks := append(doctorChecks(ctx, c, cfg), writeBackCheck(ctx, cfg)...)
 	failed := 0
 	fmt.Fprintf(a.stdout, "subsync doctor: %s\n", sc.BaseURL)
 	for _, ch := range checks {

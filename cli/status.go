@@ -20,8 +20,11 @@ func (a *app) statusCommand() *cobra.Command {
 		Short: "Where the status pull stands: suppression list, pending write-backs; 'status pull' pulls now",
 		Long: `Show where the status pull stands: the time up to which the service's status changes were
 pulled, the suppression list (unsubscribed and bounced people, per list), and the write-backs
-to the source: how many changes are pending, failing (with the last error) and done, and the
-oldest pending ones. A write-back that failed is retried by the next pull.
+to the source: how many changes are pending, failing (with the last error), unmatched and
+done, the oldest pending ones and the unmatched ones. A write-back that failed is retried by
+the next pull. An unmatched change is one the source held nothing for (an UPDATE that matched
+no row, an address the CSV contacts file lacks): the next pulls try it again
+(status.write_back.unmatched_retries) unless a later change of the person comes first.
 
 'subsync status pull' queues a pull now.`,
 		Example: `  subsync status
@@ -59,8 +62,8 @@ func (a *app) statusReconcileCommand() *cobra.Command {
 it reads each sync's list for the people the service holds as unsubscribed or bounced
 (/subscribers/by_list), updated since the last reconciliation minus a day, and records those
 the suppression list lacks, so a change the status feed never showed is caught. The next
-status pull writes them back. In the run, read counts the people found, duplicates those
-already known.`,
+status pull writes them back. The run tells how many people it found, how many were already
+known and how many it recorded, and how many requests it made.`,
 		Example: `  subsync status reconcile --wait`,
 		Args:    cobra.NoArgs,
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
@@ -81,8 +84,9 @@ func (a *app) statusPullCommand() *cobra.Command {
 (minus status.overlap, at least a day), every page of them, records unsubscribes and bounces in the suppression list that every
 sync and import consults, and writes them back to the source (status.write_back), with any
 change a failed write-back left pending. Running it twice changes nothing the second time.
-In the run, read counts the changes fetched, duplicates those already known, sent those
-written back; a failed write-back is the message of a completed run. An answer subsync cannot
+The run tells how many changes it read, how many were already known, how many it recorded,
+wrote back and found nothing for in the source (unmatched), and how many requests it made;
+a write-back that failed or matched nothing is the note of a completed run. An answer subsync cannot
 read fails the run, naming the shape expected and the entry at fault (personal data masked),
 and records nothing.`,
 		Example: `  subsync status pull
@@ -123,6 +127,7 @@ type statusJSON struct {
 	Suppressed []suppressedJSON `json:"suppressed"`
 	WriteBacks []writeBackJSON  `json:"write_backs"`
 	Pending    []pendingJSON    `json:"pending"`
+	Unmatched  []pendingJSON    `json:"unmatched"`
 	Totals     map[string]int64 `json:"suppressed_total"`
 }
 
@@ -137,6 +142,7 @@ type writeBackJSON struct {
 	Pending       int64      `json:"pending"`
 	Failing       int64      `json:"failing"`
 	Done          int64      `json:"done"`
+	Unmatched     int64      `json:"unmatched"`
 	OldestPending *time.Time `json:"oldest_pending,omitempty"`
 	LastError     string     `json:"last_error,omitempty"`
 }
@@ -149,24 +155,31 @@ type pendingJSON struct {
 	StatusMobile string    `json:"status_mobile,omitempty"`
 	ListID       int64     `json:"list_id"`
 	Attempts     int       `json:"attempts"`
-	LastError    string    `json:"last_error,omitempty"`
+	// UnmatchedTries counts the writes that matched nothing in the source.
+	UnmatchedTries int    `json:"unmatched_tries,omitempty"`
+	LastError      string `json:"last_error,omitempty"`
 }
 
 func toStatusJSON(o jobs.StatusOverview) statusJSON {
 	out := statusJSON{Cursor: timePtr(o.Cursor), WriteBack: o.WriteBack.String(), Suppressed: []suppressedJSON{},
-		WriteBacks: []writeBackJSON{}, Pending: []pendingJSON{}, Totals: map[string]int64{}}
+		WriteBacks: []writeBackJSON{}, Pending: []pendingJSON{}, Unmatched: []pendingJSON{}, Totals: map[string]int64{}}
 	for _, s := range o.Suppressed {
 		out.Suppressed = append(out.Suppressed, suppressedJSON{s.ListID, s.Status, s.Count})
 		out.Totals[s.Status] += s.Count
 	}
 	for _, w := range o.WriteBacks {
-		out.WriteBacks = append(out.WriteBacks, writeBackJSON{w.Target, w.Pending, w.Failing, w.Done,
+		out.WriteBacks = append(out.WriteBacks, writeBackJSON{w.Target, w.Pending, w.Failing, w.Done, w.Unmatched,
 			timePtr(w.OldestPending), w.LastError})
 	}
-	for _, p := range o.Pending {
+	entry := func(p state.WriteBack) pendingJSON {
 		c := p.Change
-		out.Pending = append(out.Pending, pendingJSON{p.Target, c.ChangedAt, c.Email, c.Status, c.StatusMobile,
-			c.ListID, p.Attempts, p.LastError})
+		return pendingJSON{p.Target, c.ChangedAt, c.Email, c.Status, c.StatusMobile, c.ListID, p.Attempts, p.Unmatched, p.LastError}
+	}
+	for _, p := range o.Pending {
+		out.Pending = append(out.Pending, entry(p))
+	}
+	for _, p := range o.Unmatched {
+		out.Unmatched = append(out.Unmatched, entry(p))
 	}
 	return out
 }
@@ -195,28 +208,40 @@ func (a *app) printStatus(o jobs.StatusOverview) error {
 		return err
 	}
 	fmt.Fprintln(a.stdout, "\nWrite-backs:")
-	t = a.table("TARGET", "PENDING", "FAILING", "DONE", "OLDEST PENDING", "LAST ERROR")
+	t = a.table("TARGET", "PENDING", "FAILING", "UNMATCHED", "DONE", "OLDEST PENDING", "LAST ERROR")
 	if len(o.WriteBacks) == 0 {
-		t.row("-", "none configured", "", "", "", "")
+		t.row("-", "none configured", "", "", "", "", "")
 	}
 	for _, w := range o.WriteBacks {
 		target := w.Target
 		if w.Target != o.WriteBack.Kind {
 			target += " (no longer configured)"
 		}
-		t.row(target, w.Pending, w.Failing, w.Done, formatTime(w.OldestPending), w.LastError)
+		t.row(target, w.Pending, w.Failing, w.Unmatched, w.Done, formatTime(w.OldestPending), w.LastError)
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if len(o.Pending) == 0 {
-		return nil
+	if len(o.Pending) > 0 {
+		fmt.Fprintf(a.stdout, "\nPending write-backs (oldest first, at most %d per target):\n", jobs.PendingShown)
+		t = a.table("TARGET", "CHANGED", "EMAIL", "STATUS", "LIST", "ATTEMPTS", "LAST ERROR")
+		for _, p := range o.Pending {
+			c := p.Change
+			t.row(p.Target, formatTime(c.ChangedAt), c.Email, c.Status, c.ListID, p.Attempts, p.LastError)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(a.stdout, "\nPending write-backs (oldest first, at most %d per target):\n", jobs.PendingShown)
-	t = a.table("TARGET", "CHANGED", "EMAIL", "STATUS", "LIST", "ATTEMPTS", "LAST ERROR")
-	for _, p := range o.Pending {
-		c := p.Change
-		t.row(p.Target, formatTime(c.ChangedAt), c.Email, c.Status, c.ListID, p.Attempts, p.LastError)
+	if len(o.Unmatched) > 0 {
+		fmt.Fprintf(a.stdout, "\nUnmatched write-backs: the source holds no row with the address (oldest first, at most %d per target):\n",
+			jobs.PendingShown)
+		t = a.table("TARGET", "CHANGED", "EMAIL", "STATUS", "LIST", "TRIES")
+		for _, p := range o.Unmatched {
+			c := p.Change
+			t.row(p.Target, formatTime(c.ChangedAt), c.Email, c.Status, c.ListID, p.Unmatched)
+		}
+		return t.flush()
 	}
-	return t.flush()
+	return nil
 }

@@ -283,6 +283,17 @@ type WriteBack struct {
 	// that sets a status): a change is applied once, but a crash between the commit and
 	// recording it makes the next pull apply it again.
 	Statement string `toml:"statement"`
-	// Path is the CSV file a csv write-back appends to (header written when new).
+	// Path is the CSV file a csv write-back appends to (header written when new), or, with
+	// EmailColumn, the contacts file whose rows it updates.
 	Path string `toml:"path"`
+	// EmailColumn makes a csv write-back update the rows of Path that hold the address in
+	// this column: StatusColumn (default jobs.StatusColumnDefault, added when missing) gets the
+	// status, ChangedAtColumn (when set) the time. A change whose address no row holds is
+	// unmatched.
+	EmailColumn     string `toml:"email_column"`
+	StatusColumn    string `toml:"status_column"`
+	ChangedAtColumn string `toml:"changed_at_column"`
+	// UnmatchedRetries is how many later pulls try again a change that matched nothing in
+	// the source (default jobs.UnmatchedRetriesDefault).
+	UnmatchedRetries int `toml:"unmatched_retries"`
 }

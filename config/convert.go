@@ -65,7 +65,8 @@ func (c *Config) JobsConfig() jobs.Config {
 	}
 	if wb := c.Status.WriteBack; wb.Kind != "" {
 		jc.StatusPull.WriteBack = jobs.WriteBackSpec{Kind: wb.Kind, Driver: wb.Driver, DSN: wb.DSN,
-			Statement: wb.Statement, Path: wb.Path}
+			Statement: wb.Statement, Path: wb.Path, EmailColumn: wb.EmailColumn, StatusColumn: wb.StatusColumn,
+			ChangedAtColumn: wb.ChangedAtColumn, UnmatchedRetries: wb.UnmatchedRetries}
 	}
 	for _, s := range c.Syncs {
 		jc.Syncs = append(jc.Syncs, jobs.SyncSpec{

@@ -166,9 +166,27 @@ type WriteBackSpec struct {
 	Driver    string
 	DSN       string
 	Statement string
-	// Path is the CSV file a csv write-back appends to.
+	// Path is the CSV file of a csv write-back: the file the changes are appended to, or,
+	// with EmailColumn, the contacts file whose rows they update.
 	Path string
+	// EmailColumn makes a csv write-back update Path in place: the rows whose EmailColumn
+	// holds the address (trimmed, case-insensitive) get the status in StatusColumn (default
+	// StatusColumnDefault; added when the header lacks it) and, when set, the time in
+	// ChangedAtColumn. A change whose address no row holds matches nothing.
+	EmailColumn     string
+	StatusColumn    string
+	ChangedAtColumn string
+	// UnmatchedRetries is how many later pulls try again a change that matched nothing in
+	// the source (an UPDATE that matched no row, an address the CSV file lacks), unless a
+	// later change of the same person supersedes it; 0 = UnmatchedRetriesDefault.
+	UnmatchedRetries int
 }
+
+// Defaults of WriteBackSpec.
+const (
+	StatusColumnDefault     = "status"
+	UnmatchedRetriesDefault = 3
+)
 
 // String describes the write-back without the DSN's password.
 func (w WriteBackSpec) String() string {

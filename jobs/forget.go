@@ -143,7 +143,7 @@ func (w *ForgetWorker) Work(ctx context.Context, job *river.Job[ForgetArgs]) err
 			return permanent(err)
 		}
 		removed := state.Erased{}
-		var people, deleted int64
+		var people, deleted, unmatchedN int64
 		for {
 			reqs, err := rt.store.ErasureRequests(ctx)
 			if err != nil {
@@ -156,11 +156,15 @@ func (w *ForgetWorker) Work(ctx context.Context, job *river.Job[ForgetArgs]) err
 				return err
 			}
 			for _, r := range reqs {
-				inService, err := rt.forgetOne(ctx, wb, r, removed)
+				inService, unmatched, err := rt.forgetOne(ctx, wb, r, removed)
 				if err != nil {
 					return secret.Scrub(err, r.Email)
 				}
 				d := state.Counts{Read: 1}
+				if unmatched {
+					d.Unmatched = 1
+					unmatchedN++
+				}
 				if inService {
 					d.Sent = 1
 					deleted++
@@ -174,6 +178,10 @@ func (w *ForgetWorker) Work(ctx context.Context, job *river.Job[ForgetArgs]) err
 			}
 		}
 		a.warning = forgetSummary(people, deleted, removed)
+		if unmatchedN > 0 {
+			a.warning += fmt.Sprintf("; the write-back of %d %s matched nothing in the source (%s)", unmatchedN,
+				plural(unmatchedN, "erasure", "erasures"), rt.cfg.StatusPull.WriteBack)
+		}
 		a.log.InfoContext(ctx, "people erased", slog.Int64("people", people), slog.Int64("deleted_in_service", deleted),
 			slog.Int64("rows_removed", removed.Total()))
 		return nil
@@ -216,34 +224,39 @@ func (rt *Runtime) markErased(ctx context.Context, a *attempt, reqs []state.Eras
 }
 
 // forgetOne erases one person (see ForgetWorker.Work), adding what was removed to removed; it
-// reports whether the service held the person.
-func (rt *Runtime) forgetOne(ctx context.Context, wb writeBacker, r state.ErasureRequest, removed state.Erased) (bool, error) {
+// reports whether the service held the person, and whether the write-back of the erasure
+// matched nothing in the source.
+func (rt *Runtime) forgetOne(ctx context.Context, wb writeBacker, r state.ErasureRequest, removed state.Erased) (inService, unmatched bool, err error) {
 	n, err := rt.store.Erase(ctx, r.Email)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	for t, c := range n {
 		removed[t] += c
 	}
 	rec, found, err := rt.sink.SubscriberByEmail(ctx, r.Email)
 	if err != nil {
-		return false, fmt.Errorf("erasure request %d: find the subscriber: %w", r.ID, err)
+		return false, false, fmt.Errorf("erasure request %d: find the subscriber: %w", r.ID, err)
 	}
 	if found {
 		err := rt.sink.DeleteSubscriber(ctx, rec.ID)
 		var ae *sink.APIError
 		if err != nil && !(errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound) {
-			return false, fmt.Errorf("erasure request %d: delete subscriber %d: %w", r.ID, rec.ID, err)
+			return false, false, fmt.Errorf("erasure request %d: delete subscriber %d: %w", r.ID, rec.ID, err)
 		}
 	}
 	if wb != nil {
 		change := state.StatusChange{Email: r.Email, Status: StatusErased, ListID: state.AllLists, SubscriberID: rec.ID,
 			ChangedAt: time.Now().UTC().Truncate(time.Millisecond)}
-		if err := wb.write(ctx, []state.WriteBack{{ID: r.ID, Target: rt.cfg.StatusPull.WriteBack.Kind, Change: change}}); err != nil {
-			return false, fmt.Errorf("erasure request %d: %w", r.ID, err)
+		matched, err := wb.write(ctx, []state.WriteBack{{ID: r.ID, Target: rt.cfg.StatusPull.WriteBack.Kind, Change: change}})
+		if err != nil {
+			return false, false, fmt.Errorf("erasure request %d: %w", r.ID, err)
+		}
+		if unmatched = !matched[0]; unmatched {
+			rt.metrics.writeBackUnmatched.WithLabelValues(rt.cfg.StatusPull.WriteBack.Kind).Inc()
 		}
 	}
-	return found, rt.store.CompleteErasure(ctx, r.ID)
+	return found, unmatched, rt.store.CompleteErasure(ctx, r.ID)
 }
 
 // forgetSummary is the audit line of an erasure run: counts only.

@@ -27,6 +27,8 @@ type metrics struct {
 	responses *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	runs      *prometheus.HistogramVec
+	// writeBackUnmatched counts the status changes a write-back applied to nothing.
+	writeBackUnmatched *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -59,7 +61,11 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 3, 10),
 		}, []string{"kind", "sync", "outcome"}),
 	}
-	m.reg.MustRegister(m.rows, m.batches, m.requests, m.responses, m.latency, m.runs,
+	m.writeBackUnmatched = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "subsync_writeback_unmatched_total",
+		Help: "Status changes a write-back applied to nothing: the source holds no row for the address (tried again on later pulls, a bounded number of times).",
+	}, []string{"target"})
+	m.reg.MustRegister(m.rows, m.batches, m.requests, m.responses, m.latency, m.runs, m.writeBackUnmatched,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -118,6 +124,7 @@ type dbCollector struct {
 	lastSuccess *prometheus.Desc
 	queue       *prometheus.Desc
 	statusLag   *prometheus.Desc
+	writeBacks  *prometheus.Desc
 }
 
 func newDBCollector(rt *Runtime) *dbCollector {
@@ -132,6 +139,9 @@ func newDBCollector(rt *Runtime) *dbCollector {
 		statusLag: prometheus.NewDesc("subsync_status_feed_lag_seconds",
 			"Seconds between now and the time up to which the status feed was last pulled (absent before the first pull).",
 			nil, nil),
+		writeBacks: prometheus.NewDesc("subsync_writebacks",
+			"Status changes to write back, by target and state: pending (failing included), unmatched (the source holds no row for the address) and done.",
+			[]string{"target", "state"}, nil),
 	}
 }
 
@@ -139,6 +149,7 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lastSuccess
 	ch <- c.queue
 	ch <- c.statusLag
+	ch <- c.writeBacks
 }
 
 func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
@@ -165,6 +176,16 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		for _, st := range rivertype.JobStates() {
 			ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(depth[string(st)]), string(st))
+		}
+	}
+	if sums, err := rt.store.WriteBackSummaries(ctx); err != nil {
+		rt.log.WarnContext(ctx, "metrics: read write-backs", slog.Any("error", err))
+	} else {
+		for _, s := range sums {
+			for st, n := range map[string]int64{state.WriteBackPending: s.Pending, state.WriteBackUnmatched: s.Unmatched,
+				state.WriteBackDone: s.Done} {
+				ch <- prometheus.MustNewConstMetric(c.writeBacks, prometheus.GaugeValue, float64(n), s.Target, st)
+			}
 		}
 	}
 	if cur, err := rt.store.StatusCursor(ctx, statusCursor); err != nil {

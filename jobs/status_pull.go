@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -201,30 +200,6 @@ func (a *attempt) onceCounts(read, added int) state.Counts {
 	return state.Counts{Read: total - prevRead, Duplicates: max(total-totalAdded, 0) - a.run.Counts.Duplicates}
 }
 
-// writeBackPending writes every pending change back to the source, counting them as sent.
-func (rt *Runtime) writeBackPending(ctx context.Context, a *attempt, wb writeBacker) error {
-	target := rt.cfg.StatusPull.WriteBack.Kind
-	written, werr := rt.writeBack(ctx, wb, target)
-	if written > 0 {
-		d := state.Counts{Sent: int64(written)}
-		if err := rt.store.Checkpoint(ctx, state.Checkpoint{RunID: a.run.ID, Owner: a.owner, TTL: rt.cfg.LeaseTTL,
-			Position: a.run.Position, Delta: d}); err != nil {
-			return err
-		}
-		rt.metrics.addCounts(KindStatusPull, "", d)
-		a.log.InfoContext(ctx, "status changes written back", slog.String("target", target), slog.Int("changes", written))
-	}
-	if werr != nil {
-		if ctx.Err() != nil {
-			return werr
-		}
-		msg := fmt.Sprintf("%s failed; %s: %v", rt.cfg.StatusPull.WriteBack, writeBackFailedNote, werr)
-		a.warning = strings.TrimPrefix(a.warning+"; "+msg, "; ")
-		a.log.WarnContext(ctx, "status write-back failed; retried on the next pull", slog.String("target", target), slog.Any("error", werr))
-	}
-	return nil
-}
-
 // StatusOverview is where the status pull stands: what `subsync status` shows.
 type StatusOverview struct {
 	// Cursor is the time up to which changes were pulled; zero before the first pull.
@@ -238,6 +213,9 @@ type StatusOverview struct {
 	WriteBacks []state.WriteBackSummary
 	// Pending are the oldest pending write-backs of every target (at most PendingShown each).
 	Pending []state.WriteBack
+	// Unmatched are the oldest write-backs of every target that matched nothing in the
+	// source (at most PendingShown each).
+	Unmatched []state.WriteBack
 }
 
 // PendingShown is how many pending write-backs per target StatusOverview lists.
@@ -268,14 +246,20 @@ func (rt *Runtime) StatusOverview(ctx context.Context) (StatusOverview, error) {
 	}
 	o.WriteBacks = sums
 	for _, s := range sums {
-		if s.Pending == 0 {
-			continue
+		if s.Pending > 0 {
+			p, err := rt.store.PendingWriteBacks(ctx, s.Target, PendingShown)
+			if err != nil {
+				return o, err
+			}
+			o.Pending = append(o.Pending, p...)
 		}
-		p, err := rt.store.PendingWriteBacks(ctx, s.Target, PendingShown)
-		if err != nil {
-			return o, err
+		if s.Unmatched > 0 {
+			u, err := rt.store.UnmatchedWriteBacks(ctx, s.Target, PendingShown)
+			if err != nil {
+				return o, err
+			}
+			o.Unmatched = append(o.Unmatched, u...)
 		}
-		o.Pending = append(o.Pending, p...)
 	}
 	return o, nil
 }

@@ -130,15 +130,24 @@ func (w WriteBackSpec) validate() error {
 		if w.Path != "" {
 			p.Add("Path", w.Path, "only for a csv write-back")
 		}
+		if w.EmailColumn != "" || w.StatusColumn != "" || w.ChangedAtColumn != "" {
+			p.Add("EmailColumn", w.EmailColumn, "email_column, status_column and changed_at_column are only for a csv write-back")
+		}
 	case WriteBackCSV:
 		if w.Path == "" {
-			p.Add("Path", "", "missing: the CSV file to append the changes to")
+			p.Add("Path", "", "missing: the CSV file to append the changes to (or, with email_column, to update)")
+		}
+		if w.EmailColumn == "" && (w.StatusColumn != "" || w.ChangedAtColumn != "") {
+			p.Add("EmailColumn", "", "missing: status_column and changed_at_column update the file's rows, found by their email_column")
 		}
 		if w.Statement != "" || w.Driver != "" || w.DSN != "" {
 			p.Add("Kind", w.Kind, "driver, dsn and statement are only for a sql write-back")
 		}
 	default:
 		p.Add("Kind", w.Kind, "want %q or %q", WriteBackSQL, WriteBackCSV)
+	}
+	if w.UnmatchedRetries < 0 {
+		p.Add("UnmatchedRetries", fmt.Sprint(w.UnmatchedRetries), "must not be negative")
 	}
 	return p.Err()
 }

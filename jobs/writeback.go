@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/subsync/subsync/sources"
@@ -69,9 +71,11 @@ func (r changeRows) Arg(i int, name string) any {
 	return nil
 }
 
-// writeBacker writes status changes back to a source. write applies all of them, or none.
+// writeBacker writes status changes back to a source. write applies all of them, or none,
+// and reports for each whether the source held anything it applied to (an UPDATE that
+// matched a row; a person found in a CSV file).
 type writeBacker interface {
-	write(ctx context.Context, wbs []state.WriteBack) error
+	write(ctx context.Context, wbs []state.WriteBack) (matched []bool, err error)
 }
 
 // newWriteBacker returns the writer of a write-back spec; nil when none is configured.
@@ -86,6 +90,10 @@ func newWriteBacker(spec WriteBackSpec) (writeBacker, error) {
 		}
 		return &sqlWriteBack{dsn: spec.DSN, stmt: stmt}, nil
 	case WriteBackCSV:
+		if spec.EmailColumn != "" {
+			return &csvUpdate{path: spec.Path, emailColumn: spec.EmailColumn,
+				statusColumn: cmp.Or(spec.StatusColumn, StatusColumnDefault), changedAtColumn: spec.ChangedAtColumn}, nil
+		}
 		return &csvWriteBack{path: spec.Path}, nil
 	}
 	return nil, fmt.Errorf("write-back kind %q: want %q or %q", spec.Kind, WriteBackSQL, WriteBackCSV)
@@ -98,11 +106,16 @@ type sqlWriteBack struct {
 	stmt sources.SQLStatement
 }
 
-func (w *sqlWriteBack) write(ctx context.Context, wbs []state.WriteBack) error {
-	if err := sources.ExecSQL(ctx, w.dsn, w.stmt, changeRows(wbs)); err != nil {
-		return fmt.Errorf("sql write-back: %w", err)
+func (w *sqlWriteBack) write(ctx context.Context, wbs []state.WriteBack) ([]bool, error) {
+	n, err := sources.ExecSQL(ctx, w.dsn, w.stmt, changeRows(wbs))
+	if err != nil {
+		return nil, fmt.Errorf("sql write-back: %w", err)
 	}
-	return nil
+	matched := make([]bool, len(n))
+	for i, rows := range n {
+		matched[i] = rows != 0 // -1: the driver cannot tell, taken as applied
+	}
+	return matched, nil
 }
 
 // csvWriteBackHeader is the header of a csv write-back file. id is the write-back's id: a
@@ -112,7 +125,18 @@ var csvWriteBackHeader = []string{"changed_at", "email", "status", "status_mobil
 // csvWriteBack appends the changes to a CSV file, writing the header when the file is new.
 type csvWriteBack struct{ path string }
 
-func (w *csvWriteBack) write(_ context.Context, wbs []state.WriteBack) error {
+func (w *csvWriteBack) write(_ context.Context, wbs []state.WriteBack) ([]bool, error) {
+	if err := w.append(wbs); err != nil {
+		return nil, err
+	}
+	matched := make([]bool, len(wbs))
+	for i := range matched {
+		matched[i] = true // the file is the target: every change is in it now
+	}
+	return matched, nil
+}
+
+func (w *csvWriteBack) append(wbs []state.WriteBack) error {
 	if err := os.MkdirAll(filepath.Dir(w.path), 0o750); err != nil {
 		return fmt.Errorf("write back to %s: %w", w.path, err)
 	}
@@ -154,35 +178,90 @@ func (w *csvWriteBack) write(_ context.Context, wbs []state.WriteBack) error {
 // pull with more writes them in several.
 const writeBackMax = 100_000
 
-// writeBack writes the pending changes of the target back to the source, oldest first, in
-// one write (one SQL transaction) of up to writeBackMax changes, then marks them done. On a
-// failure each change of the write records the failed attempt and stays pending for the next
-// pull. It returns how many changes were written.
-func (rt *Runtime) writeBack(ctx context.Context, wb writeBacker, target string) (int, error) {
-	written := 0
+// writeBack writes the due changes of the target back to the source (the pending ones and
+// the unmatched ones to try again: see state.Store.DueWriteBacks), oldest first, in one
+// write (one SQL transaction) of up to writeBackMax changes, then marks each done or
+// unmatched. On a failure each change of the write records the failed attempt and stays as it
+// was, for the next pull. It returns how many changes were applied to the source and how many
+// matched nothing there.
+func (rt *Runtime) writeBack(ctx context.Context, wb writeBacker, target string) (written, unmatched int, err error) {
+	tries := 1 + cmp.Or(rt.cfg.StatusPull.WriteBack.UnmatchedRetries, UnmatchedRetriesDefault)
 	for {
-		pending, err := rt.store.PendingWriteBacks(ctx, target, writeBackMax)
-		if err != nil || len(pending) == 0 {
-			return written, err
+		due, err := rt.store.DueWriteBacks(ctx, target, writeBackMax, tries)
+		if err != nil || len(due) == 0 {
+			return written, unmatched, err
 		}
-		ids := make([]int64, len(pending))
-		for i, p := range pending {
+		ids := make([]int64, len(due))
+		for i, p := range due {
 			ids[i] = p.ID
 		}
 		started := time.Now()
-		werr := wb.write(ctx, pending)
+		matched, werr := wb.write(ctx, due)
 		// Marked even when ctx ended meanwhile: what was committed must not be written again.
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-		err = rt.store.CompleteWriteBacks(mctx, ids, werr)
+		if werr != nil {
+			err = rt.store.CompleteWriteBacks(mctx, ids, werr)
+		} else {
+			var done, none []int64
+			for i, id := range ids {
+				if matched[i] {
+					done = append(done, id)
+				} else {
+					none = append(none, id)
+				}
+			}
+			err = rt.store.MarkWriteBacks(mctx, done, none)
+			written += len(done)
+			unmatched += len(none)
+			if len(none) > 0 {
+				rt.metrics.writeBackUnmatched.WithLabelValues(target).Add(float64(len(none)))
+			}
+		}
 		cancel()
 		if werr != nil || err != nil {
-			return written, errors.Join(werr, err)
+			return written, unmatched, errors.Join(werr, err)
 		}
-		written += len(pending)
-		rt.log.DebugContext(ctx, "status changes written back", slog.String("target", target), slog.Int("changes", len(pending)),
+		rt.log.DebugContext(ctx, "status changes written back", slog.String("target", target), slog.Int("changes", len(due)),
 			slog.Duration("duration", time.Since(started)))
-		if len(pending) < writeBackMax {
-			return written, nil
+		if len(due) < writeBackMax {
+			return written, unmatched, nil
 		}
 	}
+}
+
+// writeBackPending writes every due change back to the source (see writeBack), counting those
+// applied as written back and those that matched nothing as unmatched. A write that failed
+// does not fail the pull (the suppression list is up to date): it is the run's note, and the
+// changes stay for the next pull. Changes that matched nothing are the run's note too, and a
+// warning in the log.
+func (rt *Runtime) writeBackPending(ctx context.Context, a *attempt, wb writeBacker) error {
+	spec := rt.cfg.StatusPull.WriteBack
+	written, unmatched, werr := rt.writeBack(ctx, wb, spec.Kind)
+	if written > 0 || unmatched > 0 {
+		d := state.Counts{Sent: int64(written), Unmatched: int64(unmatched)}
+		if err := rt.store.Checkpoint(ctx, state.Checkpoint{RunID: a.run.ID, Owner: a.owner, TTL: rt.cfg.LeaseTTL,
+			Position: a.run.Position, Delta: d}); err != nil {
+			return err
+		}
+		rt.metrics.addCounts(KindStatusPull, "", d)
+		a.log.InfoContext(ctx, "status changes written back", slog.String("target", spec.Kind), slog.Int("changes", written),
+			slog.Int("unmatched", unmatched))
+	}
+	if unmatched > 0 {
+		retries := cmp.Or(spec.UnmatchedRetries, UnmatchedRetriesDefault)
+		msg := fmt.Sprintf("%d %s matched nothing in the source (%s): it holds no row with the address; "+
+			"tried again on the next %d pulls, see subsync status", unmatched, plural(int64(unmatched), "change", "changes"), spec, retries)
+		a.warning = strings.TrimPrefix(a.warning+"; "+msg, "; ")
+		a.log.WarnContext(ctx, "status changes matched nothing in the source", slog.String("target", spec.Kind),
+			slog.Int("unmatched", unmatched), slog.Int("retries", retries))
+	}
+	if werr != nil {
+		if ctx.Err() != nil {
+			return werr
+		}
+		msg := fmt.Sprintf("%s failed; %s: %v", spec, writeBackFailedNote, werr)
+		a.warning = strings.TrimPrefix(a.warning+"; "+msg, "; ")
+		a.log.WarnContext(ctx, "status write-back failed; retried on the next pull", slog.String("target", spec.Kind), slog.Any("error", werr))
+	}
+	return nil
 }

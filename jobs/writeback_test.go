@@ -18,7 +18,7 @@ func TestCheckWriteBackStatement(t *testing.T) {
 	// The example of config.example.toml.
 	require.NoError(t, CheckWriteBackStatement(`
 UPDATE contacts SET newsletter_status = :status, newsletter_changed_at = :changed_at
-WHERE lower(email) = :email
+WHERE lower(trim(email)) = :email
   AND (newsletter_changed_at IS NULL OR newsletter_changed_at <= :changed_at)`))
 }
 
@@ -44,7 +44,7 @@ INSERT INTO contacts (email) VALUES ('a@example.com'), ('b@example.com')`)
 		return state.WriteBack{Change: state.StatusChange{Email: email, Status: status, SubscriberID: id, ChangedAt: at}}
 	}
 	// The second change breaks the CHECK: nothing is written.
-	err = wb.write(ctx, []state.WriteBack{change("a@example.com", "bounce", 1), change("b@example.com", "unsubscribed", 0)})
+	_, err = wb.write(ctx, []state.WriteBack{change("a@example.com", "bounce", 1), change("b@example.com", "unsubscribed", 0)})
 	require.ErrorContains(t, err, "b@example.com")
 	statusOf := func(email string) string {
 		var st string
@@ -53,7 +53,10 @@ INSERT INTO contacts (email) VALUES ('a@example.com'), ('b@example.com')`)
 	}
 	require.Equal(t, "active", statusOf("a@example.com"), "one transaction: all or nothing")
 
-	require.NoError(t, wb.write(ctx, []state.WriteBack{change("a@example.com", "bounce", 1), change("b@example.com", "unsubscribed", 2)}))
+	matched, err := wb.write(ctx, []state.WriteBack{change("a@example.com", "bounce", 1), change("b@example.com", "unsubscribed", 2),
+		change("nobody@example.com", "bounce", 3)})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, true, false}, matched, "an address the table lacks matches no row")
 	require.Equal(t, "bounce", statusOf("a@example.com"))
 	require.Equal(t, "unsubscribed", statusOf("b@example.com"))
 	var changedAt sql.NullString

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/subsync/subsync/internal/secret"
 )
 
@@ -133,16 +135,45 @@ type SQLRows interface {
 }
 
 // ExecSQL runs stmt once per row, all rows in one transaction on the database dsn names:
-// every row is applied, or none. An error never shows the DSN or its password.
-func ExecSQL(ctx context.Context, dsn string, stmt SQLStatement, rows SQLRows) error {
-	if err := execSQL(ctx, dsn, stmt, rows); err != nil {
-		return secret.ScrubDSN(err, stmt.driver, dsn)
+// every row is applied, or none. It returns, for each row, how many rows of the database the
+// statement matched (an UPDATE's WHERE; on MySQL and MariaDB the rows found, not only those
+// it changed), or -1 where the driver cannot tell. An error never shows the DSN or its
+// password.
+func ExecSQL(ctx context.Context, dsn string, stmt SQLStatement, rows SQLRows) ([]int64, error) {
+	n, err := execSQL(ctx, dsn, stmt, rows)
+	if err != nil {
+		return nil, secret.ScrubDSN(err, stmt.driver, dsn)
 	}
-	return nil
+	return n, nil
 }
 
-func execSQL(ctx context.Context, dsn string, stmt SQLStatement, rows SQLRows) error {
-	db, err := sql.Open(databaseSQLDriver(stmt.driver), dsn)
+// PrepareSQL prepares stmt on the database dsn names, in a transaction it rolls back, without
+// running it: the database checks its syntax, tables and columns (subsync doctor). An error
+// never shows the DSN or its password.
+func PrepareSQL(ctx context.Context, dsn string, stmt SQLStatement) error {
+	err := withTx(ctx, dsn, stmt.driver, func(tx *sql.Tx) error {
+		prepared, err := tx.PrepareContext(ctx, stmt.query)
+		if err != nil {
+			return fmt.Errorf("prepare the statement: %w", err)
+		}
+		return prepared.Close()
+	})
+	return secret.ScrubDSN(err, stmt.driver, dsn)
+}
+
+// withTx runs fn in a transaction on the database dsn names, rolled back unless fn commits it.
+func withTx(ctx context.Context, dsn, driver string, fn func(tx *sql.Tx) error) error {
+	if driver == "mysql" {
+		// Affected rows are the rows found, as on the other databases: an UPDATE that sets
+		// the value a row already holds matched it.
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			return fmt.Errorf("open the database: %w", err)
+		}
+		cfg.ClientFoundRows = true
+		dsn = cfg.FormatDSN()
+	}
+	db, err := sql.Open(databaseSQLDriver(driver), dsn)
 	if err != nil {
 		return fmt.Errorf("open the database: %w", err)
 	}
@@ -152,22 +183,37 @@ func execSQL(ctx context.Context, dsn string, stmt SQLStatement, rows SQLRows) e
 		return fmt.Errorf("connect to the database: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	prepared, err := tx.PrepareContext(ctx, stmt.query)
+	return fn(tx)
+}
+
+func execSQL(ctx context.Context, dsn string, stmt SQLStatement, rows SQLRows) ([]int64, error) {
+	matched := make([]int64, rows.Len())
+	err := withTx(ctx, dsn, stmt.driver, func(tx *sql.Tx) error {
+		prepared, err := tx.PrepareContext(ctx, stmt.query)
+		if err != nil {
+			return fmt.Errorf("prepare the statement: %w", err)
+		}
+		defer prepared.Close()
+		args := make([]any, len(stmt.params))
+		for i := range rows.Len() {
+			for j, name := range stmt.params {
+				args[j] = rows.Arg(i, name)
+			}
+			res, err := prepared.ExecContext(ctx, args...)
+			if err != nil {
+				return fmt.Errorf("%s: %w", rows.Describe(i), err)
+			}
+			if matched[i], err = res.RowsAffected(); err != nil {
+				matched[i] = -1
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("prepare the statement: %w", err)
+		return nil, err
 	}
-	defer prepared.Close()
-	args := make([]any, len(stmt.params))
-	for i := range rows.Len() {
-		for j, name := range stmt.params {
-			args[j] = rows.Arg(i, name)
-		}
-		if _, err := prepared.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("%s: %w", rows.Describe(i), err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return matched, nil
 }

@@ -97,11 +97,18 @@ func TestExecSQL(t *testing.T) {
 				}
 				return got
 			}
-			err = sources.ExecSQL(ctx, dsn, stmt, statusRows{{"a@x.no", "bounce"}, {"b@x.no", "bad"}})
+			_, err = sources.ExecSQL(ctx, dsn, stmt, statusRows{{"a@x.no", "bounce"}, {"b@x.no", "bad"}})
 			require.ErrorContains(t, err, "b@x.no")
 			require.Equal(t, []string{"active", "active"}, read(), "one transaction: all rows or none")
-			require.NoError(t, sources.ExecSQL(ctx, dsn, stmt, statusRows{{"a@x.no", "bounce"}, {"b@x.no", "unsubscribed"}}))
+			matched, err := sources.ExecSQL(ctx, dsn, stmt, statusRows{{"a@x.no", "bounce"}, {"b@x.no", "unsubscribed"}})
+			require.NoError(t, err)
+			require.Equal(t, []int64{1, 1}, matched)
 			require.Equal(t, []string{"bounce", "unsubscribed"}, read())
+			// What each row matched: a row already holding the value is matched (MySQL and
+			// MariaDB count it too), an address the table lacks matches nothing.
+			matched, err = sources.ExecSQL(ctx, dsn, stmt, statusRows{{"a@x.no", "bounce"}, {"nobody@x.no", "bounce"}})
+			require.NoError(t, err)
+			require.Equal(t, []int64{1, 0}, matched)
 		})
 	}
 }

@@ -43,12 +43,15 @@ type SuppressionEntry struct {
 	LearntAt time.Time
 	// PullRunID is the status pull run that recorded it (0 when unknown).
 	PullRunID int64
-	// WriteBackTarget, WriteBackState ("pending" or "done"), WriteBackAttempts and
-	// WriteBackError describe the write-back of the change; empty when none was queued.
-	WriteBackTarget   string
-	WriteBackState    string
-	WriteBackAttempts int
-	WriteBackError    string
+	// WriteBackTarget, WriteBackState (WriteBackPending, WriteBackDone or
+	// WriteBackUnmatched), WriteBackAttempts, WriteBackUnmatched (the writes that matched
+	// nothing) and WriteBackError describe the write-back of the change; empty when none was
+	// queued.
+	WriteBackTarget    string
+	WriteBackState     string
+	WriteBackAttempts  int
+	WriteBackUnmatched int
+	WriteBackError     string
 }
 
 // SearchSuppressions returns up to limit entries of the suppression list whose e-mail
@@ -67,7 +70,8 @@ func (s *Store) SearchSuppressions(ctx context.Context, query string, exact bool
     COALESCE(c.recorded_at, 0),
     COALESCE((SELECT r.id FROM subsync_run r WHERE r.kind = 'status_pull' AND r.started_at > 0
         AND r.started_at <= c.recorded_at ORDER BY r.started_at DESC LIMIT 1), 0),
-    COALESCE(w.target, ''), COALESCE(w.state, ''), COALESCE(w.attempts, 0), COALESCE(w.last_error, '')
+    COALESCE(w.target, ''), COALESCE(w.state, ''), COALESCE(w.attempts, 0), COALESCE(w.unmatched, 0),
+    COALESCE(w.last_error, '')
 FROM subsync_suppression s
 LEFT JOIN subsync_status_change c ON c.id = (SELECT c2.id FROM subsync_status_change c2
     WHERE c2.email = s.email AND c2.status = s.status AND c2.list_id = s.list_id
@@ -84,7 +88,7 @@ ORDER BY s.changed_at DESC, s.email, s.list_id LIMIT $2`, q, limit)
 		var e SuppressionEntry
 		var changed, learnt int64
 		if err := rows.Scan(&e.ListID, &e.Email, &e.Status, &changed, &learnt, &e.PullRunID,
-			&e.WriteBackTarget, &e.WriteBackState, &e.WriteBackAttempts, &e.WriteBackError); err != nil {
+			&e.WriteBackTarget, &e.WriteBackState, &e.WriteBackAttempts, &e.WriteBackUnmatched, &e.WriteBackError); err != nil {
 			return nil, fmt.Errorf("search suppressions: %w", err)
 		}
 		e.ChangedAt = fromMicros(changed)
