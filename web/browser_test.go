@@ -48,6 +48,7 @@ type demo struct {
 	importID int64
 	pullID   int64
 	listID   int64
+	contacts string // the sync's CSV file
 }
 
 func contactsCSV(t *testing.T, dir string) string {
@@ -73,6 +74,7 @@ func setupDemo(t *testing.T, backend string) *demo {
 	d := &demo{emu: emu, listID: emu.CreateList("Nyhetsbrev")}
 	dir := t.TempDir()
 	path := contactsCSV(t, dir)
+	d.contacts = path
 	cfg := jobs.Config{
 		DataDir: dir, LeaseTTL: time.Second, PollInterval: 20 * time.Millisecond, ShutdownTimeout: 5 * time.Second,
 		Logger: slog.New(slog.DiscardHandler),

@@ -129,6 +129,7 @@ func New(b Backend, opts Options) (*Server, error) {
 	own.HandleFunc("GET /runs/{id}/rejects.csv", s.rejects(export.CSV))
 	own.HandleFunc("GET /runs/{id}/rejects.xlsx", s.rejects(export.XLSX))
 	own.HandleFunc("GET /syncs", s.syncs)
+	own.HandleFunc("GET /syncs/{name}", s.sync)
 	own.HandleFunc("POST /syncs/{name}/run", s.runNow)
 	own.HandleFunc("GET /suppression", s.suppression)
 	own.HandleFunc("GET /health", s.health)
