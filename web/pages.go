@@ -21,7 +21,7 @@ import (
 // runsPerPage is how many runs the runs page lists at a time.
 const runsPerPage = 50
 
-var pageNames = []string{"runs", "run", "syncs", "sync", "suppression", "health"}
+var pageNames = []string{"runs", "run", "job", "syncs", "sync", "suppression", "health"}
 
 func (s *Server) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -35,7 +35,8 @@ func (s *Server) parseTemplates() error {
 			}
 			return v
 		},
-		"words": jobs.DescribeRun,
+		"words":    jobs.DescribeRun,
+		"progress": func(r state.Run) *runProgress { return progressOf(r, s.opts.Now()) },
 		"capital": func(s string) string {
 			if s == "" {
 				return s
@@ -67,12 +68,19 @@ type page struct {
 	Authed bool
 	CSRF   string
 	Zone   string // the time zone the page's times are in
+	Live   int    // how often the page looks again, in milliseconds (see live.go); 0: it does not
 	Data   any
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
+	s.renderLive(w, r, name, title, data, 0)
+}
+
+// renderLive renders a page that looks again every `every` (0: a page that does not).
+func (s *Server) renderLive(w http.ResponseWriter, r *http.Request, name, title string, data any, every time.Duration) {
 	var buf bytes.Buffer
-	p := page{Title: title, Nav: name, Authed: authenticated(r), CSRF: s.csrfToken(), Zone: s.zoneName(), Data: data}
+	p := page{Title: title, Nav: name, Authed: authenticated(r), CSRF: s.csrfToken(), Zone: s.zoneName(),
+		Live: liveMillis(every), Data: data}
 	if err := s.pages[name].Execute(&buf, p); err != nil {
 		s.fail(w, r, fmt.Errorf("render %s: %w", name, err))
 		return
@@ -134,7 +142,18 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 		d.Older = "/runs?" + v.Encode()
 	}
 	d.Runs = runs
-	s.render(w, r, "runs", "Runs", d)
+	// The first page follows the runs under way, and looks for new ones now and then.
+	every := time.Duration(0)
+	if f.BeforeID == 0 {
+		every = IdleEvery
+		for _, run := range runs {
+			if !run.State.Final() {
+				every = LiveEvery
+				break
+			}
+		}
+	}
+	s.renderLive(w, r, "runs", "Runs", d, every)
 }
 
 func (s *Server) runByPath(w http.ResponseWriter, r *http.Request) (state.Run, bool) {

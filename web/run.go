@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/state"
@@ -28,7 +29,8 @@ type runData struct {
 	Run   state.Run
 	Words jobs.RunWords
 	Rows  bool // an import or a sync: it reads and sends rows
-	Live  bool // the run has not ended: the page follows it
+	// Progress is how far a run under way has come; nil once it ended.
+	Progress *runProgress
 
 	RejectCodes []state.CodeSummary
 	Rejects     []state.Reject
@@ -54,7 +56,12 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d := runData{Run: run, Words: jobs.DescribeRun(run), Live: !run.State.Final()}
+	s.showRun(w, r, run)
+}
+
+// showRun renders a run's page; one under way follows it live.
+func (s *Server) showRun(w http.ResponseWriter, r *http.Request, run state.Run) {
+	d := runData{Run: run, Words: jobs.DescribeRun(run), Progress: progressOf(run, s.opts.Now())}
 	d.Rows = d.Words.Object == "counts"
 	if d.Rows {
 		if err := s.runStory(r, &d); err != nil {
@@ -62,7 +69,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.render(w, r, "run", fmt.Sprintf("Run %d", run.ID), d)
+	every := time.Duration(0)
+	if !run.State.Final() {
+		every = LiveEvery
+	}
+	s.renderLive(w, r, "run", fmt.Sprintf("Run %d", run.ID), d, every)
 }
 
 // runStory reads what the page of an import or a sync tells besides its counts; the query's

@@ -49,6 +49,8 @@ type Backend interface {
 	EnqueueSync(ctx context.Context, name string, full bool) (int64, error)
 	Schedules(now time.Time, n int) []jobs.Schedule
 	StatusOverview(ctx context.Context) (jobs.StatusOverview, error)
+	// Jobs lists the queued and running jobs.
+	Jobs(ctx context.Context) ([]jobs.JobInfo, error)
 	PingService(ctx context.Context) error
 }
 
@@ -126,6 +128,7 @@ func New(b Backend, opts Options) (*Server, error) {
 	})
 	own.HandleFunc("GET /runs", s.runs)
 	own.HandleFunc("GET /runs/{id}", s.run)
+	own.HandleFunc("GET /jobs/{id}", s.job)
 	own.HandleFunc("GET /runs/{id}/rejects.csv", s.rejects(export.CSV))
 	own.HandleFunc("GET /runs/{id}/rejects.xlsx", s.rejects(export.XLSX))
 	own.HandleFunc("GET /syncs", s.syncs)

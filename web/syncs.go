@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/state"
@@ -131,5 +132,9 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 	if len(runs) > 0 {
 		d.Chart = historyChart(runs)
 	}
-	s.render(w, r, "sync", "Sync "+name, d)
+	every := time.Duration(0)
+	if d.Running != nil {
+		every = LiveEvery
+	}
+	s.renderLive(w, r, "sync", "Sync "+name, d, every)
 }

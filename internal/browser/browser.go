@@ -392,19 +392,23 @@ func (p *Page) URL() string {
 }
 
 // WaitFor waits until the JavaScript expression is true (a page that builds itself with
-// scripts, such as River UI), checking at every animation frame inside the page.
+// scripts, such as River UI, or one that updates itself while a run goes on), checking every
+// 20 ms inside the page. It uses timers, not animation frames, so that it works in a tab that
+// is not in front (where a browser throttles timers to once a second and runs no frames).
 func (p *Page) WaitFor(expr string) {
 	p.t.Helper()
+	// The page gives up a little before the DevTools call would, so that a condition that
+	// never holds is reported as such.
 	js := fmt.Sprintf(`new Promise((resolve) => {
   const deadline = Date.now() + %d;
   const check = () => {
     let ok = false;
     try { ok = !!(%s); } catch (e) {}
     if (ok || Date.now() > deadline) { resolve(ok); return; }
-    requestAnimationFrame(check);
+    setTimeout(check, 20);
   };
   check();
-})`, Timeout.Milliseconds(), expr)
+})`, (Timeout - 3*time.Second).Milliseconds(), expr)
 	var ok bool
 	p.evalInto(js, &ok)
 	if !ok {
