@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/subsync/subsync/internal/pipeline"
+	"github.com/subsync/subsync/internal/rejectfile"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
@@ -222,7 +223,7 @@ func planRow(rp pipeline.RowPlan, pl *Plan) PlanRow {
 var PlanCSVHeader = []string{"line", "sheet", "email", "action", "status", "status_mobile", "code", "column", "value", "reason"}
 
 // PlanCSV writes plan rows as CSV, after a header row (PlanCSVHeader). Cells a spreadsheet
-// would read as a formula are neutralised with a leading quote (state.NeutraliseCell).
+// would read as a formula are neutralised with a leading quote (rejectfile.Neutralise).
 type PlanCSV struct {
 	w      *csv.Writer
 	header bool
@@ -241,7 +242,7 @@ func (p *PlanCSV) Write(r PlanRow) error {
 	}
 	rec := []string{strconv.Itoa(r.Line), r.Sheet, r.Email, r.Action, r.Status, r.StatusMobile, r.Code, r.Column, r.Value, r.Reason}
 	for i := range rec {
-		rec[i] = state.NeutraliseCell(rec[i])
+		rec[i] = rejectfile.Neutralise(rec[i])
 	}
 	if err := p.w.Write(rec); err != nil {
 		return fmt.Errorf("write plan csv: %w", err)

@@ -3,6 +3,8 @@ package jobs
 import (
 	"context"
 	"fmt"
+
+	"github.com/subsync/subsync/mapping"
 )
 
 // everyRowRefused fails a run (permanently) that sent nothing because the service refused
@@ -18,7 +20,7 @@ func (rt *Runtime) everyRowRefused(ctx context.Context, a *attempt) error {
 	if run.Counts.Sent > 0 {
 		return nil
 	}
-	n, reason, err := rt.store.RefusedRows(ctx, a.run.ID)
+	n, reason, err := rt.store.RejectsWithCode(ctx, a.run.ID, mapping.CodeRefused)
 	if err != nil || n == 0 {
 		return err
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/subsync/subsync/internal/rejectfile"
 	"github.com/subsync/subsync/sink"
-	"github.com/subsync/subsync/state"
 )
 
 // alias is a header name Auto recognises, folded (see fold), with the target it maps to.
@@ -163,7 +163,7 @@ func AutoSampled(header []string, sample [][]string) (Spec, []string, []Choice) 
 			}
 		case ok && a.target == sink.FieldEmail:
 			// A fallback of the e-mail column chosen.
-		case strings.HasPrefix(h, state.ExportPrefix):
+		case strings.HasPrefix(h, rejectfile.Prefix):
 			// A column of a rejects export: ignored (see Compile), not reported.
 		default:
 			if !slices.Contains(unplaced, h) {

@@ -12,9 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/subsync/subsync/internal/rejectfile"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
-	"github.com/subsync/subsync/state"
 )
 
 // Length limits, in characters, of the values subsync sends. A longer value is rejected
@@ -119,8 +119,8 @@ type Mapper struct {
 	unplaced    []string
 	fingerprint string
 	spec        Spec
-	// restore: the source is a rejects export (it has columns named state.ExportPrefix…):
-	// its cells are read with the export's formula quoting taken away (state.RestoreCell).
+	// restore: the source is a rejects export (it has columns named rejectfile.Prefix…):
+	// its cells are read with the export's formula quoting taken away (rejectfile.Restore).
 	restore bool
 }
 
@@ -224,7 +224,7 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 		}
 	}
 	for i, p := range m.plan {
-		if strings.HasPrefix(p.Column, state.ExportPrefix) {
+		if strings.HasPrefix(p.Column, rejectfile.Prefix) {
 			m.restore = true
 			if p.Target == "" {
 				m.plan[i].Target, m.plan[i].Note = TargetIgnore, "a column of subsync's rejects export: ignored"
@@ -674,7 +674,7 @@ func restored(rec *sources.Record) *sources.Record {
 	r := *rec
 	r.Values = make([]string, len(rec.Values))
 	for i, v := range rec.Values {
-		r.Values[i] = state.RestoreCell(v)
+		r.Values[i] = rejectfile.Restore(v)
 	}
 	return &r
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/internal/rejectfile"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
-	"github.com/subsync/subsync/state"
 )
 
 // testToday is the date the tests compile mappings on, so birthday checks are stable.
@@ -486,7 +486,7 @@ func TestMapDropInvalidOptional(t *testing.T) {
 // (and not reported as unplaced), and the formula quoting of its cells is taken away.
 func TestMapRejectsExport(t *testing.T) {
 	t.Parallel()
-	header := append([]string{"E-post", "Fornavn", "Mobil"}, state.ExportColumns...)
+	header := append([]string{"E-post", "Fornavn", "Mobil"}, rejectfile.Columns...)
 	spec, unplaced := Spec{}.WithAuto(header)
 	require.Empty(t, unplaced)
 	m, err := compile(spec, header, Fields{}, testToday)

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/sources"
-	"github.com/subsync/subsync/state"
 )
 
 // TestRejectListsEveryProblem: a row with a bad phone, a bad date and a bad gender is one
@@ -44,14 +43,6 @@ Mobil = { to = "phone", on_invalid = "drop" }
 	require.Len(t, rej.More, 2)
 	require.Equal(t, []string{"Mobil", "Født"}, []string{rej.More[0].Column, rej.More[1].Column})
 	require.Empty(t, warnings)
-
-	// The record kept in the run history holds them all.
-	r := rej.Record()
-	require.Equal(t, []state.Problem{
-		{Column: "Mobil", Value: "12", Code: CodeInvalidPhone, Reason: rej.More[0].Message},
-		{Column: "Født", Value: "1.1.1", Code: CodeInvalidDate, Reason: rej.More[1].Message},
-	}, r.More)
-	require.Len(t, r.Problems(), 3)
 }
 
 // TestPreviewShowsEveryProblem: preview lists each problem of a rejected row on a line of its

@@ -6,10 +6,10 @@ import (
 	"strings"
 
 	"github.com/subsync/subsync/sources"
-	"github.com/subsync/subsync/state"
 )
 
-// Reject codes. They are stable: run history, exported reject files and scripts rely on them.
+// Reject codes, every one a run records (mapping's, and the service's CodeRefused). They are
+// stable: run history, exported reject files and scripts rely on them.
 const (
 	CodeMissingEmail    = "missing_email"    // the e-mail column is empty
 	CodeInvalidEmail    = "invalid_email"    // the e-mail address fails the syntax check
@@ -28,6 +28,7 @@ const (
 	CodeKeyConflict     = "key_conflict"     // the e-mail address is on an earlier row with another source key
 	CodeMultipleEmails  = "multiple_emails"  // a warning: the e-mail cell held several addresses; the first valid one was sent
 	CodeErased          = "erased"           // the person was erased (subsync forget) and is never sent again; the reject holds no value
+	CodeRefused         = "refused"          // the service refused the row (a 422 isolated to this row)
 )
 
 // maxRejectValue is how many characters of a rejected value a Reject keeps.
@@ -118,18 +119,6 @@ func rowErrorCode(err *sources.RowError) string {
 		return CodeTooLong
 	}
 	return CodeRowUnreadable
-}
-
-// Record is the reject as the run history keeps it (state.Reject): the one conversion of a
-// mapping reject. Value is copied, for it may be a value mapping made in a chunk's Arena,
-// and the record outlives the chunk.
-func (r *Reject) Record() state.Reject {
-	rec := state.Reject{Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Column: r.Column,
-		Value: strings.Clone(r.Value), Code: r.Code, Reason: r.Message}
-	for _, f := range r.More {
-		rec.More = append(rec.More, state.Problem{Column: f.Column, Value: strings.Clone(f.Value), Code: f.Code, Reason: f.Message})
-	}
-	return rec
 }
 
 // KeyReject is the reject of a row of a mapping with a key column whose key or e-mail an

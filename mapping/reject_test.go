@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/sources"
-	"github.com/subsync/subsync/state"
 )
 
 // TestRejectCodeFromRowErrorCause: the reject code of a row the source could not read comes
@@ -29,10 +28,4 @@ func TestRejectCodeFromRowErrorCause(t *testing.T) {
 		rej := RejectFromRowError(rec, rowErr)
 		require.Equal(t, want, rej.Code, "line %d: %s", rec.Line, rej.Message)
 	}
-}
-
-func TestRejectRecord(t *testing.T) {
-	t.Parallel()
-	rej := Reject{Ordinal: 3, Line: 9, Sheet: "Ark1", Column: "Navn", Value: "Ola", Code: CodeTooLong, Message: "too long"}
-	require.Equal(t, state.Reject{Ordinal: 3, Line: 9, Sheet: "Ark1", Column: "Navn", Value: "Ola", Code: CodeTooLong, Reason: "too long"}, rej.Record())
 }

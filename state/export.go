@@ -7,34 +7,20 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-// ExportPrefix starts the names of the columns a rejects export adds to the source's own
-// (ExportColumns). Mapping ignores columns so named, so an export imports as it stands.
-const ExportPrefix = "subsync:"
-
-// ExportColumns are the columns a rejects export adds after the source's own: whether the row
-// was rejected or sent with a warning, where it stood, the column at fault, the code and
-// the reason.
-var ExportColumns = []string{ExportPrefix + "kind", ExportPrefix + "line", ExportPrefix + "column",
-	ExportPrefix + "code", ExportPrefix + "reason"}
-
-// Kinds of row in a rejects export (its subsync:kind column).
-const (
-	ExportRejected = "rejected" // the row was not sent
-	ExportWarning  = "warning"  // the row was sent without the value(s) named
+	"github.com/subsync/subsync/internal/rejectfile"
 )
 
 // ExportRows gives fn the rows of a run's rejects export, its header first, for a person to
 // fix in a spreadsheet and import again: every rejected row whole, under the source's own
-// header, followed by the ExportColumns; then the rows sent with a warning (a value dropped,
+// header, followed by the rejectfile.Columns; then the rows sent with a warning (a value dropped,
 // see mapping's on_invalid), one a row. A row with several problems lists them all in one
 // line, the columns, codes and reasons joined with "; " in the same order. A row with more
 // cells than the header (a ragged CSV row) has the extra cells joined into its last one, with
 // ", ". Runs recorded before schema version 6 have no source header: their export is the
 // former one, (line, sheet, column, value, code, reason).
 //
-// The cells are as recorded: making them safe to open (NeutraliseCell) is the CSV writer's
+// The cells are as recorded: making them safe to open (rejectfile.Neutralise) is the CSV writer's
 // business. fn must not keep the slice it is given, which holds the next row after it.
 func (s *Store) ExportRows(ctx context.Context, runID int64, fn func(cells []string) error) error {
 	header, err := s.SourceHeader(ctx, runID)
@@ -58,9 +44,9 @@ func (s *Store) exportRowsV1(ctx context.Context, runID int64, fn func([]string)
 }
 
 func (s *Store) exportRows(ctx context.Context, runID int64, header []string, fn func([]string) error) error {
-	rec := make([]string, len(header)+len(ExportColumns))
+	rec := make([]string, len(header)+len(rejectfile.Columns))
 	copy(rec, header)
-	copy(rec[len(header):], ExportColumns)
+	copy(rec[len(header):], rejectfile.Columns)
 	if err := fn(rec); err != nil {
 		return err
 	}
@@ -78,7 +64,7 @@ func (s *Store) exportRows(ctx context.Context, runID int64, header []string, fn
 		copy(rec[len(header):], []string{kind, strconv.Itoa(r.Line), cols, codes, reasons})
 		return fn(rec)
 	}
-	if err := s.Rejects(ctx, runID, func(r Reject) error { return write(ExportRejected, r) }); err != nil {
+	if err := s.Rejects(ctx, runID, func(r Reject) error { return write(rejectfile.Rejected, r) }); err != nil {
 		return err
 	}
 	// A row's warnings are joined into one line of the export.
@@ -90,7 +76,7 @@ func (s *Store) exportRows(ctx context.Context, runID int64, header []string, fn
 			return nil
 		}
 		if pending {
-			if err := write(ExportWarning, row); err != nil {
+			if err := write(rejectfile.Warning, row); err != nil {
 				return err
 			}
 		}
@@ -101,7 +87,7 @@ func (s *Store) exportRows(ctx context.Context, runID int64, header []string, fn
 		return err
 	}
 	if pending {
-		return write(ExportWarning, row)
+		return write(rejectfile.Warning, row)
 	}
 	return nil
 }
@@ -144,31 +130,4 @@ func (s *Store) SourceDelimiter(ctx context.Context, runID int64) (rune, error) 
 		return r, nil
 	}
 	return 0, nil
-}
-
-// NeutraliseCell prefixes v with a single quote when a spreadsheet would read it as a formula
-// (it starts with '=', '+', '-', '@', a tab or a carriage return).
-func NeutraliseCell(v string) string {
-	if v == "" {
-		return v
-	}
-	switch v[0] {
-	case '=', '+', '-', '@', '\t', '\r':
-		return "'" + v
-	}
-	return v
-}
-
-// RestoreCell undoes NeutraliseCell: a value that starts with a single quote followed by what
-// NeutraliseCell quotes loses the quote. Mapping applies it to the cells of a rejects export
-// being imported again.
-func RestoreCell(v string) string {
-	if len(v) < 2 || v[0] != '\'' {
-		return v
-	}
-	switch v[1] {
-	case '=', '+', '-', '@', '\t', '\r':
-		return v[1:]
-	}
-	return v
 }

@@ -9,15 +9,6 @@ import (
 	"strings"
 )
 
-// Reject codes set by the run itself. Mapping rejects (a row the source could not read
-// included) carry mapping's own codes.
-const (
-	// CodeRefused: the service refused the row (a 422 isolated to this row).
-	CodeRefused = "refused"
-	// CodeDuplicate: the e-mail appeared earlier in the run and the dedupe policy rejects it.
-	CodeDuplicate = "duplicate"
-)
-
 // Reject is a source row a run did not send, and why. A warning (Checkpoint.Warnings) has the
 // same form: a row that was sent without one of its values, and why.
 type Reject struct {
@@ -207,17 +198,17 @@ func (s *Store) streamRejects(ctx context.Context, runID int64, what, query stri
 	return nil
 }
 
-// RefusedRows returns how many rows of a run the service refused (CodeRefused), and the
-// reason given for most of them ("" when none was refused).
-func (s *Store) RefusedRows(ctx context.Context, runID int64) (n int64, reason string, err error) {
+// RejectsWithCode returns how many rows of a run were rejected with the code (one of
+// mapping's Code constants), and the reason given for most of them ("" when none was).
+func (s *Store) RejectsWithCode(ctx context.Context, runID int64, code string) (n int64, reason string, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM subsync_reject WHERE run_id = $1 AND code = $2`,
-		runID, CodeRefused).Scan(&n)
+		runID, code).Scan(&n)
 	if err == nil && n > 0 {
 		err = s.db.QueryRowContext(ctx, `SELECT reason FROM subsync_reject WHERE run_id = $1 AND code = $2
-GROUP BY reason ORDER BY COUNT(*) DESC, reason LIMIT 1`, runID, CodeRefused).Scan(&reason)
+GROUP BY reason ORDER BY COUNT(*) DESC, reason LIMIT 1`, runID, code).Scan(&reason)
 	}
 	if err != nil {
-		return 0, "", fmt.Errorf("count refused rows of run %d: %w", runID, err)
+		return 0, "", fmt.Errorf("count rejects of run %d with code %s: %w", runID, code, err)
 	}
 	return n, reason, nil
 }

@@ -439,13 +439,6 @@ func TestExportRowsWholeRows(t *testing.T) {
 	})
 }
 
-func TestRestoreCell(t *testing.T) {
-	t.Parallel()
-	for _, v := range []string{"=HYPERLINK(\"http://x\")", "+47 123", "-1", "@SUM(A1)", "\tx", "\rx", "plain", "", "'", "'quoted"} {
-		require.Equal(t, v, state.RestoreCell(state.NeutraliseCell(v)), "%q", v)
-	}
-}
-
 func TestFingerprints(t *testing.T) {
 	t.Parallel()
 

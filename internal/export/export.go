@@ -6,7 +6,7 @@
 // Excel reads æøå as Windows-1252), the fields separated by the source file's own delimiter
 // (a semicolon file, as Excel writes it where the decimal mark is a comma, gives a semicolon
 // export; a workbook or a SQL source a comma), and every cell a spreadsheet would run as a
-// formula quoted (state.NeutraliseCell). Only standard output, read by scripts, goes without
+// formula quoted (rejectfile.Neutralise). Only standard output, read by scripts, goes without
 // the byte-order mark ([Options].NoBOM). An XLSX export is a workbook with one sheet,
 // "Rejects": every cell is text but the line numbers, and nothing in it can be a formula, so
 // no cell is quoted. Both import again as they stand: subsync reads the byte-order mark, the
@@ -25,6 +25,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/subsync/subsync/internal/rejectfile"
 	"github.com/subsync/subsync/state"
 )
 
@@ -115,7 +116,7 @@ func writeCSV(ctx context.Context, st *state.Store, runID int64, w io.Writer, wi
 	}
 	err = st.ExportRows(ctx, runID, func(cells []string) error {
 		for i := range cells {
-			cells[i] = state.NeutraliseCell(cells[i])
+			cells[i] = rejectfile.Neutralise(cells[i])
 		}
 		return cw.Write(cells)
 	})
@@ -149,7 +150,7 @@ func writeXLSX(ctx context.Context, st *state.Store, runID int64, w io.Writer) e
 		row++
 		cells = cells[:0]
 		for i, v := range values {
-			if row == 1 && (v == state.ExportPrefix+"line" || v == "line" && i == 0) {
+			if row == 1 && (v == rejectfile.Prefix+"line" || v == "line" && i == 0) {
 				lineCol = i
 			}
 			if row > 1 && i == lineCol {

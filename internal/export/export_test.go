@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/internal/export"
+	"github.com/subsync/subsync/internal/rejectfile"
 	"github.com/subsync/subsync/internal/testdb"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
@@ -87,7 +88,7 @@ func quoted() [][]string {
 	for _, r := range want {
 		row := make([]string, len(r))
 		for i, v := range r {
-			row[i] = state.NeutraliseCell(v)
+			row[i] = rejectfile.Neutralise(v)
 		}
 		q = append(q, row)
 	}

@@ -109,7 +109,7 @@ Nyhetsbrev = "SAMTYKKEEPOST"
 		return nil
 	}))
 	require.Len(t, rejects, 1)
-	require.Equal(t, state.Reject{Ordinal: 2, Line: 3, Value: "person2@example.com", Code: state.CodeRefused, Reason: "refused",
+	require.Equal(t, state.Reject{Ordinal: 2, Line: 3, Value: "person2@example.com", Code: mapping.CodeRefused, Reason: "refused",
 		Row: `["person2@example.com","Nekt","ja"]`}, rejects[0])
 }
 

@@ -120,8 +120,7 @@ func (c *chunk) mapRow(m *mapping.Mapper, rec *sources.Record) *mapping.Row {
 	if len(c.warns) > 0 {
 		whole := state.EncodeRow(rec.Values)
 		for _, w := range c.warns {
-			rec := w.Record()
-			rec.Row = whole
+			rec := rejectRecord(&w, whole)
 			c.outcomes = append(c.outcomes, outcome{ord: w.Ordinal, kind: outWarning, reject: &rec})
 		}
 		clear(c.warns)
@@ -149,8 +148,7 @@ func (c *chunk) dropRow() {
 // reject outlives the chunk. A row rejected after mapping dropped a value of it (a duplicate)
 // is not sent, so its warnings go: they are for rows sent without a value.
 func (c *chunk) reject(r mapping.Reject, values []string) {
-	rec := r.Record() // copies the value out of the chunk's arena
-	rec.Row = state.EncodeRow(values)
+	rec := rejectRecord(&r, state.EncodeRow(values)) // copies the value out of the chunk's arena
 	c.outcomes = slices.DeleteFunc(c.outcomes, func(o outcome) bool { return o.kind == outWarning && o.ord == r.Ordinal })
 	c.outcomes = append(c.outcomes, outcome{ord: r.Ordinal, kind: outRejected, reject: &rec})
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/state"
 )
@@ -210,9 +211,8 @@ func (c *committer) countBatch(u *commitUnit, b *batch, w int64) {
 		if r < len(rejects) && rejects[r].Index == i {
 			rr := rejects[r]
 			d.Rejected++
-			u.cp.Rejects = append(u.cp.Rejects, state.Reject{Ordinal: b.ords[i], Line: b.lines[i],
-				Sheet: c.sheet, Value: strings.Clone(rr.Email), Code: state.CodeRefused, Reason: rr.Reason,
-				Row: state.EncodeRow(b.vals[i])})
+			u.cp.Rejects = append(u.cp.Rejects, rejectRecord(&mapping.Reject{Ordinal: b.ords[i], Line: b.lines[i],
+				Sheet: c.sheet, Value: rr.Email, Code: mapping.CodeRefused, Message: rr.Reason}, state.EncodeRow(b.vals[i])))
 			continue
 		}
 		d.Sent++

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/state"
 )
@@ -56,7 +57,7 @@ func TestCommitterCountsAcknowledgedBatchesWhole(t *testing.T) {
 	require.Equal(t, int64(6), pos)
 	require.Equal(t, state.Counts{Read: 6, Sent: 3, Rejected: 2, Duplicates: 1, Batches: 1, Requests: 2, Retries: 1}, got)
 	require.Len(t, rejects, 2)
-	require.Equal(t, state.Reject{Ordinal: 5, Line: 6, Value: "x@example.com", Code: state.CodeRefused, Reason: "refused",
+	require.Equal(t, state.Reject{Ordinal: 5, Line: 6, Value: "x@example.com", Code: mapping.CodeRefused, Reason: "refused",
 		Row: `["x@example.com","=X"]`}, rejects[0], "a refused row is recorded whole")
 	require.Equal(t, 5, rejects[1].Line)
 }
