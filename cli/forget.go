@@ -90,18 +90,12 @@ func forgetAddresses(args []string, file string) ([]string, error) {
 			return nil, usagef("--file %s: %w", file, err)
 		}
 	}
-	var out []string
-	for i, e := range all {
-		e = strings.ToLower(strings.TrimSpace(e))
-		if local, domain, ok := strings.Cut(e, "@"); !ok || local == "" || domain == "" || strings.ContainsAny(e, " ,;") {
-			return nil, usagef("argument %d is not an e-mail address", i+1)
-		}
-		if !slices.Contains(out, e) {
-			out = append(out, e)
-		}
-	}
-	if len(out) == 0 {
+	if len(all) == 0 {
 		return nil, usagef("give the addresses to erase as arguments or with --file")
+	}
+	out, err := jobs.ForgetAddresses(all)
+	if err != nil {
+		return nil, usagef("%s", strings.Replace(err.Error(), "address ", "argument ", 1))
 	}
 	return out, nil
 }

@@ -68,6 +68,26 @@ func (rt *Runtime) ErasurePending(ctx context.Context, hashes []string) (int, er
 	return rt.store.ErasurePending(ctx, hashes)
 }
 
+// ForgetAddresses checks the addresses an operator asked to erase (`forget`'s arguments, the
+// erasure page's lines) and returns each once, trimmed and in lower case. One that is no
+// address is an error naming its place (1-based), not the text, which may be someone's data.
+func ForgetAddresses(in []string) ([]string, error) {
+	var out []string
+	for i, e := range in {
+		e = strings.ToLower(strings.TrimSpace(e))
+		if local, domain, ok := strings.Cut(e, "@"); !ok || local == "" || domain == "" || strings.ContainsAny(e, " ,;") {
+			return nil, fmt.Errorf("address %d is not an e-mail address", i+1)
+		}
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("give the addresses to erase")
+	}
+	return out, nil
+}
+
 // ForgetPlan is what erasing one address would do (subsync forget --dry-run).
 type ForgetPlan struct {
 	Email string

@@ -104,7 +104,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, j := range queued {
 		if j.ID == id {
-			s.renderLive(w, r, "job", fmt.Sprintf("Job %d", id), j, LiveEvery)
+			s.renderLive(w, r, "job", fmt.Sprintf("Job %d", id), jobData{JobInfo: j, Already: already(r)}, LiveEvery)
 			return
 		}
 	}
@@ -116,3 +116,13 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	// Neither queued nor run: it ended without a run (cancelled while queued) or never was.
 	http.NotFound(w, r)
 }
+
+// jobData is a queued job's page.
+type jobData struct {
+	jobs.JobInfo
+	Already bool // an action found it queued or running already
+}
+
+// already reports whether an action that opened the page found its job queued or running
+// already (?already=1).
+func already(r *http.Request) bool { return r.URL.Query().Get("already") == "1" }

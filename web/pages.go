@@ -21,7 +21,7 @@ import (
 // runsPerPage is how many runs the runs page lists at a time.
 const runsPerPage = 50
 
-var pageNames = []string{"runs", "run", "job", "syncs", "sync", "suppression", "health"}
+var pageNames = []string{"runs", "run", "job", "syncs", "sync", "suppression", "health", "forget"}
 
 func (s *Server) parseTemplates() error {
 	funcs := template.FuncMap{

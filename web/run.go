@@ -31,6 +31,7 @@ type runData struct {
 	Rows  bool // an import or a sync: it reads and sends rows
 	// Progress is how far a run under way has come; nil once it ended.
 	Progress *runProgress
+	Already  bool // an action that opened the page found the job queued or running already
 
 	RejectCodes []state.CodeSummary
 	Rejects     []state.Reject
@@ -61,7 +62,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 
 // showRun renders a run's page; one under way follows it live.
 func (s *Server) showRun(w http.ResponseWriter, r *http.Request, run state.Run) {
-	d := runData{Run: run, Words: jobs.DescribeRun(run), Progress: progressOf(run, s.opts.Now())}
+	d := runData{Run: run, Words: jobs.DescribeRun(run), Progress: progressOf(run, s.opts.Now()), Already: already(r)}
 	d.Rows = d.Words.Object == "counts"
 	if d.Rows {
 		if err := s.runStory(r, &d); err != nil {

@@ -51,6 +51,10 @@ type Backend interface {
 	StatusOverview(ctx context.Context) (jobs.StatusOverview, error)
 	// Jobs lists the queued and running jobs.
 	Jobs(ctx context.Context) ([]jobs.JobInfo, error)
+	EnqueueStatusPull(ctx context.Context) (int64, error)
+	EnqueueReconcile(ctx context.Context) (int64, error)
+	PlanForget(ctx context.Context, emails []string) ([]jobs.ForgetPlan, error)
+	RequestForget(ctx context.Context, emails []string) (int64, []string, error)
 	PingService(ctx context.Context) error
 }
 
@@ -134,6 +138,11 @@ func New(b Backend, opts Options) (*Server, error) {
 	own.HandleFunc("GET /syncs", s.syncs)
 	own.HandleFunc("GET /syncs/{name}", s.sync)
 	own.HandleFunc("POST /syncs/{name}/run", s.runNow)
+	own.HandleFunc("POST /status/pull", s.pullNow)
+	own.HandleFunc("POST /status/reconcile", s.reconcileNow)
+	own.HandleFunc("GET /forget", s.forgetForm)
+	own.HandleFunc("POST /forget/check", s.forgetPlan)
+	own.HandleFunc("POST /forget", s.forget)
 	own.HandleFunc("GET /suppression", s.suppression)
 	own.HandleFunc("GET /health", s.health)
 	protect := http.NewCrossOriginProtection()
