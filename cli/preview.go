@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -148,16 +149,17 @@ fields a mapping names.`,
 				return fmt.Errorf("open %s: %w", args[0], err)
 			}
 			defer r.Close()
-			var sample [][]string
-			if len(spec.Columns) == 0 && mapping.Ambiguous(r.Header()) && scfg.Kind != "sql" {
-				if sample, err = jobs.SampleRows(ctx, scfg, 200); err != nil {
-					return fmt.Errorf("open %s: %w", args[0], err)
-				}
+			prep, err := jobs.PrepareSpec(ctx, spec, scfg, r.Header())
+			if err != nil {
+				return fmt.Errorf("open %s: %w", args[0], err)
 			}
-			spec, _, choices := spec.WithAutoSampled(r.Header(), sample)
-			for _, c := range choices {
+			spec = prep.Spec
+			for _, c := range prep.Choices {
 				fmt.Fprintf(a.stderr, "%s: column %q chosen (a value in %d of %d sampled rows); alternatives: %s\n",
-					c.Target, c.Column, c.Filled, len(sample), strings.Join(c.Alternatives, ", "))
+					c.Target, c.Column, c.Filled, prep.Sampled, strings.Join(c.Alternatives, ", "))
+			}
+			for _, d := range prep.Dates {
+				fmt.Fprintf(a.stderr, "dates in %q: %s (%s)\n", d.Column, cmp.Or(d.Order, "order undecided, ambiguous dates dropped"), d.Reason)
 			}
 			fields, err := mapping.ResolveDryRun(ctx, lazyFields{a}, spec)
 			if err != nil {

@@ -310,6 +310,7 @@ type countsJSON struct {
 	Duplicates int64 `json:"duplicates"`
 	Suppressed int64 `json:"suppressed"`
 	Unchanged  int64 `json:"unchanged"`
+	Filtered   int64 `json:"filtered"`
 	Batches    int64 `json:"batches"`
 	Requests   int64 `json:"requests"`
 	Retries    int64 `json:"retries"`
@@ -345,7 +346,7 @@ func toRunJSON(r state.Run) runJSON {
 	case "erasure":
 		j.Erasure = words.Map()
 	default:
-		j.Counts = &countsJSON{c.Read, c.Sent, c.Rejected, c.Duplicates, c.Suppressed, c.Unchanged, c.Batches, c.Requests, c.Retries, c.Removed}
+		j.Counts = &countsJSON{c.Read, c.Sent, c.Rejected, c.Duplicates, c.Suppressed, c.Unchanged, c.Filtered, c.Batches, c.Requests, c.Retries, c.Removed}
 	}
 	return j
 }

@@ -90,11 +90,12 @@ func DescribeRun(r state.Run) RunWords {
 		{"duplicates", "duplicates", c.Duplicates},
 		{"suppressed", "suppressed", c.Suppressed},
 		{"unchanged", "unchanged", c.Unchanged},
+		{"filtered", "filtered (where)", c.Filtered},
 		{"removed", "removed (unsubscribed)", c.Removed},
 		{"batches", "batches", c.Batches},
 		{"requests", "requests", c.Requests},
 		{"retries", "retries", c.Retries},
-	}, summary: []int{0, 1, 2, 3, 4, 5, 6}}
+	}, summary: []int{0, 1, 2, 3, 4, 5, 6, 7}}
 }
 
 // runAttrs are the attributes of the log line of a run's end: its counts in the words of its

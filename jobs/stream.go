@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -172,16 +173,18 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	if s.mapping != nil {
 		spec = *s.mapping
 	}
-	var sample [][]string
-	if len(spec.Columns) == 0 && mapping.Ambiguous(r.Header()) && !isSQL(s.source) {
-		if sample, err = SampleRows(ctx, src, autoSampleRows); err != nil {
-			return cfg, nil, permanent(fmt.Errorf("source: %w", err))
-		}
+	prep, err := PrepareSpec(ctx, spec, src, r.Header())
+	if err != nil {
+		return cfg, nil, permanent(fmt.Errorf("source: %w", err))
 	}
-	spec, unplaced, choices := spec.WithAutoSampled(r.Header(), sample)
-	for _, c := range choices {
+	spec, unplaced := prep.Spec, prep.Unplaced
+	for _, c := range prep.Choices {
 		log.InfoContext(ctx, "column chosen by its data", slog.String("target", c.Target), slog.String("column", c.Column),
 			slog.Any("alternatives", c.Alternatives))
+	}
+	for _, d := range prep.Dates {
+		log.InfoContext(ctx, "date order of a column", slog.String("column", d.Column), slog.String("order", cmp.Or(d.Order, "undecided")),
+			slog.String("reason", d.Reason))
 	}
 	resolve := mapping.Resolve
 	if dryRun {
@@ -351,9 +354,6 @@ func HeaderMapsEmail(m *mapping.Spec) func(header []string) bool {
 		return false
 	}
 }
-
-// autoSampleRows is how many rows automatic mapping looks at to choose between columns.
-const autoSampleRows = 200
 
 // SampleRows reads the first n rows of a file source (opened on its own, then closed), for
 // automatic mapping to see which columns hold data. Rows the source cannot read are skipped.

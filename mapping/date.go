@@ -41,6 +41,55 @@ type dateRule struct {
 	// "3.1.09" is 2009); otherwise a two-digit year falls in today's year −80 … +19.
 	birthday bool
 	today    civil
+	// order is the column's date order: orderDayFirst, orderMonthFirst, orderYearFirst, or 0
+	// when undecided (see parseDate).
+	order byte
+}
+
+// Date orders of a column (Column.DateFormat, Spec.DateFormat).
+const (
+	DateDayFirst   = "day-first"   // 17.05.1985, 17/05/1985, 5/4/20 (5 April)
+	DateMonthFirst = "month-first" // 05/17/1985, 3/4/1990 (4 March), as in the United States
+	DateYearFirst  = "year-first"  // 1985-05-17, 1985/05/17
+)
+
+var dateFormats = []string{DateDayFirst, DateMonthFirst, DateYearFirst}
+
+const (
+	orderDayFirst   = 'd'
+	orderMonthFirst = 'm'
+	orderYearFirst  = 'y'
+)
+
+// orderOf is the order byte of a date format ("" and unknown ones: 0).
+func orderOf(format string) byte {
+	switch format {
+	case DateDayFirst:
+		return orderDayFirst
+	case DateMonthFirst:
+		return orderMonthFirst
+	case DateYearFirst:
+		return orderYearFirst
+	}
+	return 0
+}
+
+// Messages of the date problems that are warnings, not rejects: the value is dropped, the
+// row sent (see dateCode).
+const (
+	msgAmbiguous = "could be day-first or month-first, and nothing in its column decides which (set date_format)"
+	msgNoYear    = "has no year, and the service takes whole dates only"
+)
+
+// dateCode is the code of a date problem by its message.
+func dateCode(msg string) string {
+	switch msg {
+	case msgAmbiguous:
+		return CodeAmbiguousDate
+	case msgNoYear:
+		return CodeYearlessDate
+	}
+	return CodeInvalidDate
 }
 
 func birthdayRule(today civil) dateRule {
@@ -70,12 +119,13 @@ func (r dateRule) fullYear(yy int) int {
 
 // normDate reads a cleaned date and returns it as YYYY-MM-DD.
 //
-// Accepted forms: dd.mm.yyyy and d.m.yy (Norwegian), dd/mm/yyyy and d/m/yy (day first, as
-// in Europe: 05/04/2020 is 5 April), yyyy-mm-dd (ISO 8601; a time after it, "T10:00:00Z"
-// or " 10:00", is ignored, as is a time after the other forms), and Excel serial day numbers
-// (1 is 1900-01-01, a fraction is the time of day and is ignored). A four-digit number from
-// 1900 to 2100 is rejected as ambiguous (a year or a serial?), and so are dates without a year,
-// American month-first dates that do not fit day-first, and dates outside the field's range.
+// Accepted forms: dd.mm.yyyy and d.m.yy (Norwegian), dd/mm/yyyy, mm/dd/yyyy and the same with
+// dashes, in the column's order (r.order; see dayMonthOrder when it has none), yyyy-mm-dd (ISO
+// 8601; also with slashes or dots; a time after it, "T10:00:00Z" or " 10:00", is ignored, as
+// is a time after the other forms), and Excel serial day numbers (1 is 1900-01-01, a fraction
+// is the time of day and is ignored). A four-digit number from 1900 to 2100 is rejected (a year
+// or a serial?), and so are dates outside the field's range; a date without a year and one
+// whose order is undecided get the messages msgNoYear and msgAmbiguous.
 func normDate(a *Arena, s string, r dateRule) (string, string) {
 	c, msg := parseDate(s, r)
 	if msg != "" {
@@ -102,7 +152,7 @@ const notADate = "is not a date (use dd.mm.yyyy or yyyy-mm-dd)"
 
 func parseDate(s string, r dateRule) (civil, string) {
 	if len(s) > 2 && s[0] == '-' && s[1] == '-' {
-		return civil{}, "has no year" // ISO 8601 --MM-DD, as Google Contacts exports it
+		return civil{}, msgNoYear // ISO 8601 --MM-DD, as Google Contacts exports it
 	}
 	// Split into up to three runs of digits and the separators between them.
 	var num [3]int
@@ -140,7 +190,7 @@ func parseDate(s string, r dateRule) (civil, string) {
 		return serialDate(num[0], width[0])
 	case n < 3:
 		if n == 2 && width[0] <= 2 && width[1] <= 2 {
-			return civil{}, "has no year"
+			return civil{}, msgNoYear
 		}
 		return civil{}, notADate
 	}
@@ -149,16 +199,26 @@ func parseDate(s string, r dateRule) (civil, string) {
 	}
 	var c civil
 	switch {
-	case width[0] == 4 && sep[0] == '-' && sep[1] == '-' && width[1] <= 2 && width[2] <= 2:
-		c = civil{num[0], num[1], num[2]}
-	case width[0] <= 2 && width[1] <= 2 && sep[0] == sep[1] && (sep[0] == '.' || sep[0] == '/'):
+	case width[0] == 4 && sep[0] == sep[1] && sep[0] != ',' && width[1] <= 2 && width[2] <= 2:
+		c = civil{num[0], num[1], num[2]} // year first: 1985-05-17, 1985/05/17, 1985.05.17
+	case width[0] <= 2 && width[1] <= 2 && sep[0] == sep[1] && sep[0] != ',':
+		y := num[2]
 		switch width[2] {
 		case 4:
-			c = civil{num[2], num[1], num[0]}
 		case 2:
-			c = civil{r.fullYear(num[2]), num[1], num[0]}
+			y = r.fullYear(num[2])
 		default:
 			return civil{}, notADate
+		}
+		switch dayMonthOrder(num[0], num[1], sep[0], r.order) {
+		case orderDayFirst:
+			c = civil{y, num[1], num[0]}
+		case orderMonthFirst:
+			c = civil{y, num[0], num[1]}
+		case orderYearFirst:
+			return civil{}, "is not written year first, as its column is"
+		default:
+			return civil{}, msgAmbiguous
 		}
 	default:
 		return civil{}, notADate
@@ -170,6 +230,23 @@ func parseDate(s string, r dateRule) (civil, string) {
 		return civil{}, "is not a day of the calendar"
 	}
 	return c, ""
+}
+
+// dayMonthOrder decides how a date written a.b.year is read: by the column's order when it
+// has one; else a dot means day first (the locales that write dates with dots write them day
+// first), a value over 12 can only be a day, and a day equal to its month reads the same
+// either way. It returns 0 for an ambiguous value ("3/4/1990" in a column of no known order):
+// it is never guessed.
+func dayMonthOrder(a, b int, sep byte, order byte) byte {
+	switch {
+	case order != 0:
+		return order
+	case sep == '.', a > 12, a == b:
+		return orderDayFirst
+	case b > 12:
+		return orderMonthFirst
+	}
+	return 0
 }
 
 // timeSuffix reports whether rest is empty or a time of day after a date: "T…" or " …" made

@@ -32,8 +32,9 @@
 //     (at most 15 digits), and dates, genders, consents and statuses are normalised.
 //   - E-mail addresses are lower-cased and checked (a practical syntax, IDN domains allowed).
 //     Phone numbers become E.164, numbers without a country code taking the mapping's
-//     default_country (+47). Dates are read from dd.mm.yyyy, d.m.yy, yyyy-mm-dd, dd/mm/yyyy
-//     and Excel serial numbers, and sent as YYYY-MM-DD. Consents read yes/no in Norwegian and
+//     default_country (+47). Dates are read from dd.mm.yyyy, d.m.yy, yyyy-mm-dd, dd/mm/yyyy or
+//     mm/dd/yyyy in the column's order (never guessed per value: see Spec.WithDateOrders) and
+//     Excel serial numbers, and sent as YYYY-MM-DD. Consents read yes/no in Norwegian and
 //     English and are sent as "1" or "0". Genders are sent as male, female or other.
 //   - Custom fields are named by label and sent in their EXTRA<n> slot, their values coerced
 //     to the field's datatype: numbers with a dot as decimal separator, dates as YYYY-MM-DD,

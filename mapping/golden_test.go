@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -131,6 +132,15 @@ func runGolden(t *testing.T, a archive) string {
 
 func runGoldenRows(t *testing.T, out *strings.Builder, r *csvReader, spec Spec, fields []sink.CustomField) string {
 	t.Helper()
+	// As a run does: the date orders decided from the first rows (here all of them).
+	sample := csv.NewReader(strings.NewReader(r.text))
+	sample.FieldsPerRecord = -1
+	rows, err := sample.ReadAll()
+	require.NoError(t, err)
+	spec, orders := spec.WithDateOrders(r.Header(), rows[1:])
+	for _, o := range orders {
+		fmt.Fprintf(out, "date order of %q: %q, %s\n", o.Column, o.Order, o.Reason)
+	}
 	m, err := compile(spec, r.Header(), NewFields(fields), testToday)
 	if err != nil {
 		fmt.Fprintf(out, "compile error: %v\n", err)
@@ -150,12 +160,17 @@ func runGoldenRows(t *testing.T, out *strings.Builder, r *csvReader, spec Spec, 
 			continue
 		}
 		require.NoError(t, err)
-		row, rej := m.Map(rec)
-		if rej != nil {
+		var row Row
+		var warns []Reject
+		if rej := m.MapWarn(nil, &rec, &row, &warns); rej != nil {
 			writeReject(out, rej)
 			continue
 		}
-		send, rej := d.Check(row)
+		for _, w := range warns {
+			fmt.Fprintf(out, "line %d: warning %s column=%q value=%q: %s\n", w.Line, w.Code, w.Column, w.Value, w.Message)
+		}
+		send, dupRej := d.Check(row)
+		rej := dupRej
 		if rej != nil {
 			writeReject(out, rej)
 			continue

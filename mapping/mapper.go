@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/expr-lang/expr/vm"
+
 	"github.com/subsync/subsync/internal/rejectfile"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
@@ -71,6 +73,8 @@ type op struct {
 	slot    int    // consent and custom fields: index in Mapper.fields
 	asIs    bool   // values may be mapped as they stand (see applyAsIs)
 	drop    bool   // an invalid value is dropped with a warning (on_invalid = "drop")
+	// kBirthday, kCustomDate: the dates the field takes, in the column's order.
+	date dateRule
 	// kEmail: the fallback columns (indexes in the record, and names), in order.
 	alts     []int
 	altNames []string
@@ -119,6 +123,10 @@ type Mapper struct {
 	unplaced    []string
 	fingerprint string
 	spec        Spec
+	// where leaves out the rows for which it is false (nil: none); computed are the targets
+	// expressions compute (see expr.go).
+	where    *vm.Program
+	computed []computedOp
 	// restore: the source is a rejects export (it has columns named rejectfile.Prefix…):
 	// its cells are read with the export's formula quoting taken away (rejectfile.Restore).
 	restore bool
@@ -268,6 +276,7 @@ func compile(spec Spec, header []string, fields Fields, today civil) (*Mapper, e
 		}
 	}
 	m.compileConstants(&e, spec, fields, claim)
+	m.compileExprs(&e, spec, fields, claim)
 	// A payload's fields in name order, the order they are encoded in; each op writes its slot.
 	slices.SortFunc(m.fields, func(a, b sink.Field) int { return strings.Compare(a.Name, b.Name) })
 	for i, name := range []string{sink.ConsentEmail, sink.ConsentSMS, sink.ConsentEmailAndSMS} {
@@ -357,7 +366,7 @@ func (m *Mapper) columnOp(c Column, fields Fields, createMissing bool, p *PlanEn
 	case sink.FieldPhone:
 		return op{kind: kPhone, name: c.To, what: "the phone number"}, ""
 	case sink.FieldBirthday:
-		return op{kind: kBirthday, name: c.To, what: "the birthday"}, ""
+		return op{kind: kBirthday, name: c.To, what: "the birthday", date: m.dateRule(m.birthday, c)}, ""
 	case sink.FieldGender:
 		return op{kind: kGender, name: c.To, what: "the gender"}, ""
 	case TargetStatus:
@@ -409,6 +418,7 @@ func (m *Mapper) customOp(c Column, fields Fields, createMissing bool, p *PlanEn
 		o.kind = kCustomNumber
 	case sink.DatatypeDate:
 		o.kind = kCustomDate
+		o.date = m.dateRule(m.custDate, c)
 	case sink.DatatypeSingleChoice, sink.DatatypeDropdown:
 		o.kind = kCustomChoice
 		o.limit = MaxCustomText
@@ -526,7 +536,7 @@ func (m *Mapper) computeFingerprint() string {
 	ops := slices.Clone(m.ops)
 	slices.SortFunc(ops, func(a, b op) int { return strings.Compare(a.column, b.column) })
 	for _, o := range ops {
-		w("column", o.column, strconv.Itoa(int(o.kind)), o.name, o.sep, strconv.Itoa(o.limit))
+		w("column", o.column, strconv.Itoa(int(o.kind)), o.name, o.sep, strconv.Itoa(o.limit), string(rune(o.date.order)))
 		w(append([]string{"choices"}, o.choices...)...)
 		if len(o.altNames) > 0 {
 			w(append([]string{"fallback"}, o.altNames...)...)
@@ -544,6 +554,12 @@ func (m *Mapper) computeFingerprint() string {
 		w("external_id", s.ExternalID)
 	}
 	w(append([]string{"tags"}, m.baseTags...)...)
+	if m.spec.Where != "" {
+		w("where", m.spec.Where)
+	}
+	for _, k := range sortedKeys(m.spec.Computed) {
+		w("computed", k, m.spec.Computed[k])
+	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
@@ -574,6 +590,14 @@ func (m *Mapper) MapInto(a *Arena, rec *sources.Record, row *Row) *Reject {
 func (m *Mapper) MapWarn(a *Arena, rec *sources.Record, row *Row, warnings *[]Reject) *Reject {
 	if m.restore {
 		rec = restored(rec)
+	}
+	var env map[string]any
+	if out, rej := m.filtered(rec, &env); out || rej != nil {
+		*row = Row{}
+		if rej == nil {
+			rej = m.rejectAt(rec, "", "", CodeFiltered, "the where expression is false for the row")
+		}
+		return m.rejected(rej, warnings)
 	}
 	*row = Row{Ordinal: rec.Ordinal, Line: rec.Line, Sheet: rec.Sheet, Status: m.status, StatusMobile: m.statusMob}
 	if m.hasBase {
@@ -614,13 +638,22 @@ func (m *Mapper) MapWarn(a *Arena, rec *sources.Record, row *Row, warnings *[]Re
 			switch {
 			case rej != nil:
 				rej.More = append(rej.More, r.fault())
-			case !o.drop:
+			case !o.drop && !soft(r.Code):
 				rej = r
 			default:
 				if warnings != nil {
 					*warnings = append(*warnings, *r)
 				}
 				dropped = append(dropped, r.fault())
+			}
+		}
+	}
+	if len(m.computed) > 0 {
+		for _, r := range m.applyComputed(a, row, rec, env) {
+			if rej == nil {
+				rej = r
+			} else {
+				rej.More = append(rej.More, r.fault())
 			}
 		}
 	}
@@ -655,6 +688,17 @@ func (m *Mapper) MapWarn(a *Arena, rec *sources.Record, row *Row, warnings *[]Re
 	}
 	return nil
 }
+
+// dateRule is rule in the date order of column c (or of the mapping).
+func (m *Mapper) dateRule(rule dateRule, c Column) dateRule {
+	rule.order = orderOf(cmp.Or(c.DateFormat, m.spec.DateFormat))
+	return rule
+}
+
+// soft reports whether a problem of a value is a warning whatever on_invalid says: the value
+// is dropped and the row sent. A date whose order cannot be decided, or without a year, is
+// not known to be wrong; it is only not sent.
+func soft(code string) bool { return code == CodeAmbiguousDate || code == CodeYearlessDate }
 
 // rejected returns rej, taking back the warnings of its row from *warnings: a reject says why
 // the row is not sent; that some of its values would have been dropped does not matter.
@@ -743,9 +787,9 @@ func (m *Mapper) applyClean(a *Arena, row *Row, o *op, rec *sources.Record, raw 
 		}
 		row.Sub.Phone = p
 	case kBirthday:
-		d, msg := normDate(a, v, m.birthday)
+		d, msg := normDate(a, v, o.date)
 		if msg != "" {
-			return m.reject(rec, o, raw, CodeInvalidDate, "the birthday "+msg)
+			return m.reject(rec, o, raw, dateCode(msg), "the birthday "+msg)
 		}
 		row.Sub.Birthday = d
 	case kGender:
@@ -803,9 +847,9 @@ func (m *Mapper) applyClean(a *Arena, row *Row, o *op, rec *sources.Record, raw 
 		}
 		m.putField(row, o, n)
 	case kCustomDate:
-		d, msg := normDate(a, v, m.custDate)
+		d, msg := normDate(a, v, o.date)
 		if msg != "" {
-			return m.reject(rec, o, raw, CodeInvalidDate, o.what+" "+msg)
+			return m.reject(rec, o, raw, dateCode(msg), o.what+" "+msg)
 		}
 		m.putField(row, o, d)
 	case kCustomChoice:
@@ -876,7 +920,7 @@ func (m *Mapper) applyAsIs(a *Arena, row *Row, o *op, raw string) bool {
 			row.Sub.Phone = v
 		}
 	case kBirthday:
-		if v, msg = normDate(a, v, m.birthday); msg == "" {
+		if v, msg = normDate(a, v, o.date); msg == "" {
 			row.Sub.Birthday = v
 		}
 	case kConsent:
@@ -888,7 +932,7 @@ func (m *Mapper) applyAsIs(a *Arena, row *Row, o *op, raw string) bool {
 			m.putField(row, o, v)
 		}
 	case kCustomDate:
-		if v, msg = normDate(a, v, m.custDate); msg == "" {
+		if v, msg = normDate(a, v, o.date); msg == "" {
 			m.putField(row, o, v)
 		}
 	default:

@@ -35,9 +35,10 @@ type PreviewOptions struct {
 // PreviewStats counts what a preview read.
 type PreviewStats struct {
 	Rows       int64            `json:"rows"`       // data rows read, unreadable ones included
-	Mapped     int64            `json:"mapped"`     // rows that map to a payload; Rows = Mapped + Rejected
+	Mapped     int64            `json:"mapped"`     // rows that map to a payload; Rows = Mapped + Rejected + Filtered
 	Rejected   int64            `json:"rejected"`   // rows rejected, by the mapping or as duplicates
 	Duplicates int64            `json:"duplicates"` // rows whose e-mail address an earlier row had
+	Filtered   int64            `json:"filtered"`   // rows the where expression left out (neither mapped nor rejected)
 	ByCode     map[string]int64 `json:"by_code,omitempty"`
 	// Dropped counts, by code, the invalid values on_invalid = "drop" would leave out of rows
 	// that are sent (a run records each as a warning).
@@ -116,6 +117,10 @@ func Preview(ctx context.Context, w io.Writer, r sources.Reader, m *Mapper, opts
 		var row Row
 		dropped = dropped[:0]
 		if rej := m.MapWarn(nil, &rec, &row, &dropped); rej != nil {
+			if rej.Code == CodeFiltered {
+				stats.Filtered++
+				continue
+			}
 			addReject(*rej)
 			continue
 		}
@@ -362,6 +367,9 @@ func (t *textPreview) flushRejects() {
 func (t *textPreview) end(s PreviewStats) {
 	t.flushRejects()
 	t.printf("\n%s read: %d mapped, %d rejected", count(s.Rows, "row", "rows"), s.Mapped, s.Rejected)
+	if s.Filtered > 0 {
+		t.printf(", %d filtered (where)", s.Filtered)
+	}
 	if len(s.ByCode) > 0 {
 		parts := make([]string, 0, len(s.ByCode))
 		for _, c := range sortedKeys(s.ByCode) {

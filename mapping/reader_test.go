@@ -23,6 +23,7 @@ type csvReader struct {
 	n      int64
 	fail   error // returned after the last row instead of io.EOF, when set
 	done   bool
+	text   string
 }
 
 func newCSVReader(t testing.TB, text string) *csvReader {
@@ -34,7 +35,7 @@ func newCSVReader(t testing.TB, text string) *csvReader {
 	for i := range header {
 		header[i] = strings.TrimSpace(header[i])
 	}
-	return &csvReader{header: header, r: r}
+	return &csvReader{header: header, r: r, text: text}
 }
 
 func (c *csvReader) Header() []string { return c.header }

@@ -26,6 +26,8 @@ const (
 	CodeRowUnreadable   = "row_unreadable"   // the source could not read the row (a *sources.RowError of another cause)
 	CodeDuplicateKey    = "duplicate_key"    // the source key (the column mapped to external_id) is on an earlier row with another e-mail
 	CodeKeyConflict     = "key_conflict"     // the e-mail address is on an earlier row with another source key
+	CodeAmbiguousDate   = "ambiguous_date"   // a warning: a date that reads both day-first and month-first, in a column of no known order; not sent
+	CodeYearlessDate    = "yearless_date"    // a warning: a date without a year (a birthday as --07-14); the service takes whole dates only; not sent
 	CodeMultipleEmails  = "multiple_emails"  // a warning: the e-mail cell held several addresses; the first valid one was sent
 	CodeErased          = "erased"           // the person was erased (subsync forget) and is never sent again; the reject holds no value
 	CodeRefused         = "refused"          // the service refused the row (a 422 isolated to this row)

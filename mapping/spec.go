@@ -103,6 +103,14 @@ type Spec struct {
 	// consent, status and external_id columns are never optional: their invalid values
 	// always reject the row.
 	OnInvalid string `json:"on_invalid,omitempty"`
+	// DateFormat is the order of the dates of every date column that gives none.
+	DateFormat string `json:"date_format,omitempty"`
+	// Where is an expression over the row's columns (Land == "NO"): a row for which it is
+	// false is left out and counted as filtered, not rejected.
+	Where string `json:"where,omitempty"`
+	// Computed are targets whose values expressions compute from the row's columns
+	// (firstname = 'split(Navn, " ")[0]'), checked as a column's values are.
+	Computed map[string]string `json:"computed,omitempty"`
 }
 
 // Column says where one source column goes.
@@ -128,6 +136,10 @@ type Column struct {
 	// Fallback are the columns an e-mail column falls back on, in order: the first of the
 	// column and its fallbacks with a valid address is sent.
 	Fallback []string `json:"fallback,omitempty"`
+	// DateFormat is the order of the column's dates (DateDayFirst, DateMonthFirst,
+	// DateYearFirst); "" is Spec.DateFormat, or else decided from the file (see
+	// Spec.WithDateOrders).
+	DateFormat string `json:"date_format,omitempty"`
 }
 
 // SpecError says why a mapping is invalid. It lists every problem found, each naming the key
@@ -306,6 +318,53 @@ func (s *Spec) fromMap(m map[string]any) error {
 				continue
 			}
 			s.OnInvalid = o
+		case "where":
+			w, ok := v.(string)
+			if !ok {
+				e.add(k, "want an expression in a string, got %s", tomlType(v))
+				continue
+			}
+			if err := checkExpr(w); err != nil {
+				e.add(k, "%v", err)
+				continue
+			}
+			s.Where = w
+		case "computed":
+			t, ok := v.(map[string]any)
+			if !ok {
+				e.add(k, "want a table of target = expression, got %s", tomlType(v))
+				continue
+			}
+			s.Computed = make(map[string]string, len(t))
+			for _, target := range sortedKeys(t) {
+				key := keyPath("computed", target)
+				src, ok := t[target].(string)
+				if !ok {
+					e.add(key, "want an expression in a string, got %s", tomlType(t[target]))
+					continue
+				}
+				c, err := parseTarget(target)
+				if err != nil {
+					e.add(key, "%v", err)
+					continue
+				}
+				if !computableTarget(c.To) {
+					e.add(key, "%s cannot be computed", c.To)
+					continue
+				}
+				if err := checkExpr(src); err != nil {
+					e.add(key, "%v", err)
+					continue
+				}
+				s.Computed[targetString(c)] = src
+			}
+		case "date_format":
+			f, ok := v.(string)
+			if !ok || !slices.Contains(dateFormats, f) {
+				e.add(k, "want %s, got %s", strings.Join(quoteAll(dateFormats), ", "), tomlValue(v))
+				continue
+			}
+			s.DateFormat = f
 		case "default_country":
 			c, ok := v.(string)
 			if !ok {
@@ -318,7 +377,7 @@ func (s *Spec) fromMap(m map[string]any) error {
 			}
 			s.DefaultCountry = c
 		default:
-			e.add(keyPath(k), "unknown key (want columns, constants, tags, ignore, create_missing, duplicates, default_country or on_invalid)")
+			e.add(keyPath(k), "unknown key (want columns, constants, tags, ignore, create_missing, duplicates, default_country, on_invalid, date_format, where or computed)")
 		}
 	}
 	for _, col := range s.Ignore {
@@ -342,8 +401,8 @@ func parseColumn(e *SpecError, key string, v any) (Column, bool) {
 		var c Column
 		ok := true
 		for _, k := range sortedKeys(v) {
-			if !slices.Contains([]string{"to", "custom", "datatype", "choices", "separator", "on_invalid", "split", "fallback"}, k) {
-				e.add(key+"."+k, "unknown key (want to, custom, datatype, choices, separator, on_invalid, split or fallback)")
+			if !slices.Contains([]string{"to", "custom", "datatype", "choices", "separator", "on_invalid", "split", "fallback", "date_format"}, k) {
+				e.add(key+"."+k, "unknown key (want to, custom, datatype, choices, separator, on_invalid, split, fallback or date_format)")
 				ok = false
 			}
 		}
@@ -404,6 +463,13 @@ func parseColumn(e *SpecError, key string, v any) (Column, bool) {
 			}
 			c.OnInvalid = o
 		}
+		if df, present := str("date_format"); present {
+			if !slices.Contains(dateFormats, df) {
+				e.add(key+".date_format", "want %s", strings.Join(quoteAll(dateFormats), ", "))
+				ok = false
+			}
+			c.DateFormat = df
+		}
 		if sp, present := str("split"); present {
 			if !slices.Contains(splits, sp) {
 				e.add(key+".split", "want %s", strings.Join(quoteAll(splits), ", "))
@@ -440,6 +506,10 @@ func parseColumn(e *SpecError, key string, v any) (Column, bool) {
 		}
 		if c.Separator != "" && c.To != TargetTags && !(c.To == TargetCustom && (c.Datatype == sink.DatatypeMultipleChoice || c.Datatype == "")) {
 			e.add(key+".separator", "a separator belongs to tags and multiple_choice fields only")
+			return Column{}, false
+		}
+		if c.DateFormat != "" && c.To != sink.FieldBirthday && c.To != TargetCustom {
+			e.add(key+".date_format", "date_format belongs to birthday and custom date columns only")
 			return Column{}, false
 		}
 		if c.Split != "" && c.To != TargetFullName {

@@ -307,6 +307,8 @@ func TestNormDate(t *testing.T) {
 	today := civil{2025, 6, 15}
 	bday := birthdayRule(today)
 	custom := customDateRule(today)
+	dayFirst, monthFirst := bday, bday
+	dayFirst.order, monthFirst.order = orderDayFirst, orderMonthFirst
 	cases := []struct {
 		name    string
 		in      string
@@ -327,8 +329,15 @@ func TestNormDate(t *testing.T) {
 		{"ISO with space time", "1985-05-17 00:00:00", bday, "1985-05-17", ""},
 		{"ISO with offset", "1985-05-17T00:00:00+02:00", bday, "1985-05-17", ""},
 		{"dd.mm.yyyy with time", "17.05.1985 12:30", bday, "1985-05-17", ""},
-		{"dd/mm/yyyy", "05/04/2020", bday, "2020-04-05", ""},
-		{"d/m/yy", "5/4/20", bday, "2020-04-05", ""},
+		{"dd/mm/yyyy in a day-first column", "05/04/2020", dayFirst, "2020-04-05", ""},
+		{"d/m/yy in a day-first column", "5/4/20", dayFirst, "2020-04-05", ""},
+		{"m/d/yyyy in a month-first column", "3/4/1990", monthFirst, "1990-03-04", ""},
+		{"ambiguous in an undecided column", "05/04/2020", bday, "", "could be day-first or month-first"},
+		{"a day over 12 decides by itself", "17/05/1985", bday, "1985-05-17", ""},
+		{"a day equal to its month reads the same", "05/05/1985", bday, "1985-05-05", ""},
+		{"year first with slashes", "1985/05/17", bday, "1985-05-17", ""},
+		{"dashes day first", "17-05-1985", bday, "1985-05-17", ""},
+		{"month 17 in a day-first column", "05/17/1985", dayFirst, "", "no month 17"},
 		{"leap day", "29.02.2000", bday, "2000-02-29", ""},
 		{"Excel serial", "31184", bday, "1985-05-17", ""},
 		{"Excel serial with time fraction", "31184.75", bday, "1985-05-17", ""},
@@ -341,7 +350,7 @@ func TestNormDate(t *testing.T) {
 		{"no year", "17.05", bday, "", "has no year"},
 		{"Mailchimp month/day", "05/17", bday, "", "has no year"},
 		{"Google Contacts without a year", "--05-17", bday, "", "has no year"},
-		{"American month first", "05/17/1985", bday, "", "no month 17"},
+		{"American month first", "05/17/1985", bday, "1985-05-17", ""},
 		{"not a calendar day", "31.04.1990", bday, "", "not a day of the calendar"},
 		{"not a leap year", "29.02.1900", custom, "", "not a day of the calendar"},
 		{"month 13", "1985-13-01", bday, "", "no month 13"},
@@ -350,7 +359,6 @@ func TestNormDate(t *testing.T) {
 		{"birthday before 1900", "01.01.1899", bday, "", "before 1900-01-01"},
 		{"custom date far future ok", "01.01.2199", custom, "2199-01-01", ""},
 		{"text", "seventeenth of May", bday, "", "is not a date"},
-		{"dash day-first is not accepted", "17-05-1985", bday, "", "is not a date"},
 		{"three-digit year", "17.05.985", bday, "", "is not a date"},
 		{"trailing junk", "17.05.1985x", bday, "", "is not a date"},
 		{"mixed separators", "17.05/1985", bday, "", "is not a date"},

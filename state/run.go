@@ -40,6 +40,7 @@ type Counts struct {
 	Duplicates int64 // rows whose e-mail appeared earlier in the run
 	Suppressed int64 // rows skipped because the person unsubscribed or bounced
 	Unchanged  int64 // rows skipped because their payload is unchanged since the last push
+	Filtered   int64 // rows the mapping's where expression left out (not rejected)
 	Sent       int64 // rows acknowledged by the service
 	// Removed is the people a sync unsubscribed because they left its source, or because
 	// their key came with a new address (see Store.LoadRoster).
@@ -57,7 +58,8 @@ func (c Counts) Add(o Counts) Counts {
 	return Counts{
 		Read: c.Read + o.Read, Rejected: c.Rejected + o.Rejected, Duplicates: c.Duplicates + o.Duplicates,
 		Suppressed: c.Suppressed + o.Suppressed, Unchanged: c.Unchanged + o.Unchanged, Sent: c.Sent + o.Sent,
-		Removed: c.Removed + o.Removed, Unmatched: c.Unmatched + o.Unmatched,
+		Filtered: c.Filtered + o.Filtered,
+		Removed:  c.Removed + o.Removed, Unmatched: c.Unmatched + o.Unmatched,
 		Batches: c.Batches + o.Batches, Requests: c.Requests + o.Requests, Retries: c.Retries + o.Retries,
 	}
 }
@@ -106,7 +108,7 @@ func (r Run) Duration() time.Duration {
 const runColumns = `id, job_id, kind, name, list_id, source, state, error, position, total_rows,
 bytes_done, total_bytes, rows_read, rows_rejected, rows_duplicate, rows_suppressed, rows_unchanged,
 rows_sent, batches, requests, retries, attempts, worker, lease_owner, lease_until, scheduled_at,
-started_at, updated_at, finished_at, rows_removed, rows_unmatched`
+started_at, updated_at, finished_at, rows_removed, rows_unmatched, rows_filtered`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -118,7 +120,7 @@ func scanRun(sc rowScanner) (Run, error) {
 		&r.Position, &r.TotalRows, &r.BytesDone, &r.TotalBytes,
 		&r.Counts.Read, &r.Counts.Rejected, &r.Counts.Duplicates, &r.Counts.Suppressed, &r.Counts.Unchanged,
 		&r.Counts.Sent, &r.Counts.Batches, &r.Counts.Requests, &r.Counts.Retries, &r.Attempts, &r.Worker,
-		&r.LeaseOwner, &leaseUntil, &scheduled, &started, &updated, &finished, &r.Counts.Removed, &r.Counts.Unmatched)
+		&r.LeaseOwner, &leaseUntil, &scheduled, &started, &updated, &finished, &r.Counts.Removed, &r.Counts.Unmatched, &r.Counts.Filtered)
 	if err != nil {
 		return Run{}, err
 	}

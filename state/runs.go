@@ -138,11 +138,11 @@ func (s *Store) Checkpoint(ctx context.Context, cp Checkpoint) error {
     rows_suppressed = rows_suppressed + $8, rows_unchanged = rows_unchanged + $9, rows_sent = rows_sent + $10,
     batches = batches + $11, requests = requests + $12, retries = retries + $13,
     lease_until = `+now+` + $14, updated_at = `+now+`, rows_removed = rows_removed + $15,
-    rows_unmatched = rows_unmatched + $16
+    rows_unmatched = rows_unmatched + $16, rows_filtered = rows_filtered + $17
 WHERE id = $1 AND lease_owner = $2`,
 			cp.RunID, cp.Owner, cp.Position, cp.BytesDone,
 			d.Read, d.Rejected, d.Duplicates, d.Suppressed, d.Unchanged, d.Sent, d.Batches, d.Requests, d.Retries,
-			cp.TTL.Microseconds(), d.Removed, d.Unmatched)
+			cp.TTL.Microseconds(), d.Removed, d.Unmatched, d.Filtered)
 		if err != nil {
 			return fmt.Errorf("checkpoint run %d: %w", cp.RunID, err)
 		}

@@ -114,6 +114,10 @@ func (c *chunk) mapRow(m *mapping.Mapper, rec *sources.Record) *mapping.Row {
 	c.warns = c.warns[:0]
 	if rej := m.MapWarn(&c.arena, rec, row, &c.warns); rej != nil {
 		c.dropRow()
+		if rej.Code == mapping.CodeFiltered {
+			c.outcomes = append(c.outcomes, outcome{ord: rec.Ordinal, kind: outFiltered})
+			return nil
+		}
 		c.reject(*rej, rec.Values)
 		return nil
 	}

@@ -35,6 +35,8 @@ const (
 	// outWarning: a value of the row was dropped (reject holds why); the row itself has an
 	// outcome of its own, or is sent. It counts nothing.
 	outWarning
+	// outFiltered: the mapping's where expression left the row out.
+	outFiltered
 )
 
 // counts is what the outcome adds to a run's counts.
@@ -48,6 +50,8 @@ func (o *outcome) counts() state.Counts {
 		return state.Counts{Suppressed: 1}
 	case outUnchanged:
 		return state.Counts{Unchanged: max(o.run, 1)}
+	case outFiltered:
+		return state.Counts{Filtered: 1}
 	}
 	return state.Counts{}
 }
