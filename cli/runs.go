@@ -144,6 +144,10 @@ its key came with a new address: "moved", with the new one); --json gives them a
 			if rejects == "" {
 				return a.printRun(ctx, store, run, asJSON)
 			}
+			if !run.RejectsPrunedAt.IsZero() {
+				return fmt.Errorf("run %d: its rejected rows were deleted on %s by the retention policy (retention.rejects)",
+					id, formatTime(run.RejectsPrunedAt))
+			}
 			var w io.Writer = a.stdout
 			var file *os.File
 			if rejects != "-" {

@@ -292,6 +292,9 @@ type runJSON struct {
 	Started    *time.Time       `json:"started_at,omitempty"`
 	Finished   *time.Time       `json:"finished_at,omitempty"`
 	DurationMS int64            `json:"duration_ms"`
+	// RejectsPrunedAt is when the retention policy deleted the run's rejects, warnings and
+	// removals; its counts stay.
+	RejectsPrunedAt *time.Time `json:"rejects_pruned_at,omitempty"`
 	// Warnings counts the values dropped from rows that were sent (on_invalid = "drop"), by
 	// code; only in the output of one run.
 	Warnings map[string]int64 `json:"warnings,omitempty"`
@@ -332,6 +335,7 @@ func toRunJSON(r state.Run) runJSON {
 		State: string(r.State), Position: r.Position, TotalRows: r.TotalRows, Summary: words.Summary(),
 		Attempts: r.Attempts, Worker: r.Worker, Scheduled: r.ScheduledAt,
 		Started: timePtr(r.StartedAt), Finished: timePtr(r.FinishedAt), DurationMS: r.Duration().Milliseconds(),
+		RejectsPrunedAt: timePtr(r.RejectsPrunedAt),
 	}
 	if r.State == state.RunCompleted {
 		j.Note = r.Error
@@ -394,6 +398,9 @@ func (a *app) printRun(ctx context.Context, store *state.Store, r state.Run, asJ
 		pairs = append(pairs, f.Label, f.Value)
 	}
 	pairs = append(pairs, story.pairs(r)...)
+	if !r.RejectsPrunedAt.IsZero() {
+		pairs = append(pairs, "rejects", "deleted on "+formatTime(r.RejectsPrunedAt)+" by the retention policy (retention.rejects); the counts stay")
+	}
 	pairs = append(pairs,
 		"attempts", r.Attempts, "started", formatTime(r.StartedAt), "finished", formatTime(r.FinishedAt),
 		"duration", r.Duration().Round(time.Millisecond),

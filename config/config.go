@@ -53,6 +53,8 @@ const (
 	StatusScheduleDefault = "*/15 * * * *"
 	// ReconcileScheduleDefault: reconciliation through /subscribers/by_list runs daily.
 	ReconcileScheduleDefault = "@daily"
+	// RetentionScheduleDefault: what the retention policy no longer keeps is pruned daily.
+	RetentionScheduleDefault = "@daily"
 )
 
 // Off disables an optional feature whose key otherwise has a default
@@ -93,6 +95,8 @@ type Config struct {
 	Web Web `toml:"web"`
 	// Notify sends a message when a run fails, a schedule is missed or write-back fails.
 	Notify Notify `toml:"notify"`
+	// Retention is how long run history, rejected rows and the status change log are kept.
+	Retention Retention `toml:"retention"`
 
 	// Path is the file the configuration came from; empty when no file was read.
 	Path string `toml:"-"`
@@ -260,6 +264,24 @@ type Status struct {
 	MaxPages     int      `toml:"max_pages"`
 	MaxMegabytes int      `toml:"max_megabytes"`
 	MaxTime      Duration `toml:"max_time"`
+}
+
+// Retention is how long subsync keeps what it records, and when it prunes the rest (see
+// jobs.RetentionSpec). The suppression list and the keyed hashes of erased people are never
+// pruned.
+type Retention struct {
+	// Rejects is how long a finished run keeps its rejected rows (whole source rows), its
+	// warnings and the addresses it unsubscribed. Default jobs.RetentionRejectsDefault.
+	Rejects Period `toml:"rejects"`
+	// Runs is how long a finished run is kept at all. Default jobs.RetentionRunsDefault.
+	Runs Period `toml:"runs"`
+	// StatusLog is how long a status change is kept in the change log (with its
+	// write-backs, unless one is pending). Default jobs.RetentionStatusLogDefault.
+	StatusLog Period `toml:"status_log"`
+	// Schedule, in TimeZone, is when the pruning runs: RetentionScheduleDefault, or "off"
+	// (only subsync prune).
+	Schedule string `toml:"schedule"`
+	TimeZone string `toml:"time_zone"`
 }
 
 // Write-back kinds, as jobs names them.

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"time"
+
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
@@ -62,6 +64,12 @@ func (c *Config) JobsConfig() jobs.Config {
 	}
 	if c.Status.ReconcileSchedule != Off {
 		jc.StatusPull.ReconcileSchedule = c.Status.ReconcileSchedule
+	}
+	r := c.Retention
+	jc.Retention = jobs.RetentionSpec{Rejects: time.Duration(r.Rejects), Runs: time.Duration(r.Runs),
+		StatusLog: time.Duration(r.StatusLog), TimeZone: r.TimeZone}
+	if r.Schedule != Off {
+		jc.Retention.Schedule = r.Schedule
 	}
 	if wb := c.Status.WriteBack; wb.Kind != "" {
 		jc.StatusPull.WriteBack = jobs.WriteBackSpec{Kind: wb.Kind, Driver: wb.Driver, DSN: wb.DSN,

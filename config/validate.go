@@ -53,6 +53,13 @@ func (c *Config) setDefaults() {
 	st.MaxPages = cmp.Or(st.MaxPages, sink.StatusMaxPagesDefault)
 	st.MaxMegabytes = cmp.Or(st.MaxMegabytes, sink.StatusMaxBytesDefault>>20)
 	st.MaxTime = cmp.Or(st.MaxTime, Duration(sink.StatusMaxTimeDefault))
+
+	r := &c.Retention
+	r.Rejects = cmp.Or(r.Rejects, Period(jobs.RetentionRejectsDefault))
+	r.Runs = cmp.Or(r.Runs, Period(jobs.RetentionRunsDefault))
+	r.StatusLog = cmp.Or(r.StatusLog, Period(jobs.RetentionStatusLogDefault))
+	r.Schedule = cmp.Or(r.Schedule, RetentionScheduleDefault)
+	r.TimeZone = cmp.Or(r.TimeZone, jobs.TimeZoneDefault)
 }
 
 // validate records every problem of a configuration whose defaults are filled. The rules

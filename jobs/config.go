@@ -81,6 +81,8 @@ type Config struct {
 	Sources map[string]sources.Config
 	// StatusPull configures the status pull job.
 	StatusPull StatusPullSpec
+	// Retention is how long run history, rejects and the status change log are kept.
+	Retention RetentionSpec
 	// Notify configures the failure notifications (a webhook); zero = none.
 	Notify NotifySpec
 
@@ -213,6 +215,9 @@ func (c Config) withDefaults() Config {
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.FingerprintFlush = cmp.Or(c.FingerprintFlush, FingerprintFlushDefault)
 	c.StatusPull.Overlap = cmp.Or(c.StatusPull.Overlap, StatusOverlapDefault)
+	c.Retention.Rejects = cmp.Or(c.Retention.Rejects, RetentionRejectsDefault)
+	c.Retention.Runs = cmp.Or(c.Retention.Runs, RetentionRunsDefault)
+	c.Retention.StatusLog = cmp.Or(c.Retention.StatusLog, RetentionStatusLogDefault)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

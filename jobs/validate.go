@@ -107,6 +107,7 @@ func (c Config) Validate() error {
 		p.Add("StatusPull.Overlap", st.Overlap.String(), "must not be negative")
 	}
 	p.Nest("StatusPull.WriteBack", st.WriteBack.validate())
+	checkSchedule(&p, "Retention", c.Retention.Schedule, c.Retention.TimeZone)
 	return p.Err()
 }
 

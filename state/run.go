@@ -91,6 +91,9 @@ type Run struct {
 	StartedAt   time.Time
 	UpdatedAt   time.Time
 	FinishedAt  time.Time
+	// RejectsPrunedAt is when the retention policy deleted the run's rejects, warnings and
+	// removals (zero while they are kept): its counts stay.
+	RejectsPrunedAt time.Time
 }
 
 // Duration is how long the run took, or has taken so far.
@@ -108,19 +111,19 @@ func (r Run) Duration() time.Duration {
 const runColumns = `id, job_id, kind, name, list_id, source, state, error, position, total_rows,
 bytes_done, total_bytes, rows_read, rows_rejected, rows_duplicate, rows_suppressed, rows_unchanged,
 rows_sent, batches, requests, retries, attempts, worker, lease_owner, lease_until, scheduled_at,
-started_at, updated_at, finished_at, rows_removed, rows_unmatched, rows_filtered`
+started_at, updated_at, finished_at, rows_removed, rows_unmatched, rows_filtered, rejects_pruned_at`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanRun(sc rowScanner) (Run, error) {
 	var r Run
 	var state string
-	var leaseUntil, scheduled, started, updated, finished int64
+	var leaseUntil, scheduled, started, updated, finished, pruned int64
 	err := sc.Scan(&r.ID, &r.JobID, &r.Kind, &r.Name, &r.ListID, &r.Source, &state, &r.Error,
 		&r.Position, &r.TotalRows, &r.BytesDone, &r.TotalBytes,
 		&r.Counts.Read, &r.Counts.Rejected, &r.Counts.Duplicates, &r.Counts.Suppressed, &r.Counts.Unchanged,
 		&r.Counts.Sent, &r.Counts.Batches, &r.Counts.Requests, &r.Counts.Retries, &r.Attempts, &r.Worker,
-		&r.LeaseOwner, &leaseUntil, &scheduled, &started, &updated, &finished, &r.Counts.Removed, &r.Counts.Unmatched, &r.Counts.Filtered)
+		&r.LeaseOwner, &leaseUntil, &scheduled, &started, &updated, &finished, &r.Counts.Removed, &r.Counts.Unmatched, &r.Counts.Filtered, &pruned)
 	if err != nil {
 		return Run{}, err
 	}
@@ -130,5 +133,6 @@ func scanRun(sc rowScanner) (Run, error) {
 	r.StartedAt = fromMicros(started)
 	r.UpdatedAt = fromMicros(updated)
 	r.FinishedAt = fromMicros(finished)
+	r.RejectsPrunedAt = fromMicros(pruned)
 	return r, nil
 }
