@@ -143,33 +143,19 @@ fields a mapping names.`,
 			if err != nil {
 				return err
 			}
-			scfg.IsHeader = jobs.HeaderMapsEmail(&spec) // as an import finds a workbook's header
-			r, err := sources.Open(ctx, scfg)
+			p, err := jobs.OpenPreview(ctx, scfg, spec, lazyFields{a}) // as an import reads and maps it
 			if err != nil {
-				return fmt.Errorf("open %s: %w", args[0], err)
+				return mappingError(err)
 			}
-			defer r.Close()
-			prep, err := jobs.PrepareSpec(ctx, spec, scfg, r.Header())
-			if err != nil {
-				return fmt.Errorf("open %s: %w", args[0], err)
-			}
-			spec = prep.Spec
-			for _, c := range prep.Choices {
+			defer p.Reader.Close()
+			for _, c := range p.Prepared.Choices {
 				fmt.Fprintf(a.stderr, "%s: column %q chosen (a value in %d of %d sampled rows); alternatives: %s\n",
-					c.Target, c.Column, c.Filled, prep.Sampled, strings.Join(c.Alternatives, ", "))
+					c.Target, c.Column, c.Filled, p.Prepared.Sampled, strings.Join(c.Alternatives, ", "))
 			}
-			for _, d := range prep.Dates {
+			for _, d := range p.Prepared.Dates {
 				fmt.Fprintf(a.stderr, "dates in %q: %s (%s)\n", d.Column, cmp.Or(d.Order, "order undecided, ambiguous dates dropped"), d.Reason)
 			}
-			fields, err := mapping.ResolveDryRun(ctx, lazyFields{a}, spec)
-			if err != nil {
-				return mappingError(err)
-			}
-			m, err := mapping.Compile(spec, r.Header(), fields)
-			if err != nil {
-				return mappingError(err)
-			}
-			_, err = mapping.Preview(ctx, a.stdout, r, m, mapping.PreviewOptions{Rows: rows, JSON: asJSON})
+			_, err = mapping.Preview(ctx, a.stdout, p.Reader, p.Mapper, mapping.PreviewOptions{Rows: rows, JSON: asJSON})
 			if err != nil {
 				return fmt.Errorf("preview %s: %w", args[0], err)
 			}

@@ -55,16 +55,49 @@ type PreviewStats struct {
 // Each reject is written once known; the rows table comes first, so rejects met before it is
 // complete are held back (up to 1000).
 func Preview(ctx context.Context, w io.Writer, r sources.Reader, m *Mapper, opts PreviewOptions) (PreviewStats, error) {
-	want := opts.Rows
-	if want == 0 {
-		want = DefaultPreviewRows
-	}
-	want = max(want, 0)
 	bw := bufio.NewWriter(w)
 	var out previewWriter = &textPreview{w: bw, tables: &trimWriter{w: bw}, m: m}
 	if opts.JSON {
 		out = &jsonPreview{w: bw, m: m}
 	}
+	stats, err := preview(ctx, r, m, opts, out)
+	if out.err() == nil {
+		if ferr := bw.Flush(); ferr != nil {
+			return stats, fmt.Errorf("preview: write: %w", ferr)
+		}
+	}
+	return stats, err
+}
+
+// A PreviewSink receives a preview as PreviewTo finds it: the first rows as they would be
+// sent (once, before any reject), then every reject, in the order met. `subsync preview`'s
+// text and JSON are two; the import page is another.
+type PreviewSink interface {
+	PreviewRows(rows []Row)
+	PreviewReject(r Reject)
+}
+
+// PreviewTo is Preview giving what it finds to sink rather than writing it: the same dry run,
+// reading the whole source, sending nothing.
+func PreviewTo(ctx context.Context, r sources.Reader, m *Mapper, opts PreviewOptions, sink PreviewSink) (PreviewStats, error) {
+	return preview(ctx, r, m, opts, sinkWriter{sink})
+}
+
+// sinkWriter is a PreviewSink as Preview's writers are driven.
+type sinkWriter struct{ s PreviewSink }
+
+func (w sinkWriter) start()           {}
+func (w sinkWriter) rows(rows []Row)  { w.s.PreviewRows(rows) }
+func (w sinkWriter) reject(r Reject)  { w.s.PreviewReject(r) }
+func (w sinkWriter) end(PreviewStats) {}
+func (w sinkWriter) err() error       { return nil }
+
+func preview(ctx context.Context, r sources.Reader, m *Mapper, opts PreviewOptions, out previewWriter) (PreviewStats, error) {
+	want := opts.Rows
+	if want == 0 {
+		want = DefaultPreviewRows
+	}
+	want = max(want, 0)
 	stats := PreviewStats{ByCode: map[string]int64{}, Unplaced: m.Unplaced()}
 	var dropped []Reject
 	dedupe := m.NewDeduper()
@@ -152,9 +185,6 @@ func Preview(ctx context.Context, w io.Writer, r sources.Reader, m *Mapper, opts
 	if err := out.err(); err != nil {
 		return stats, fmt.Errorf("preview: write: %w", err)
 	}
-	if err := bw.Flush(); err != nil {
-		return stats, fmt.Errorf("preview: write: %w", err)
-	}
 	return stats, readErr
 }
 
@@ -222,8 +252,9 @@ func (t *textPreview) start() {
 	t.printf("Duplicate e-mail addresses: %s\n", t.m.duplicates)
 }
 
-// columns returns the payload columns to show: each mapped or constant field, in payload order.
-func (m *Mapper) previewColumns() []string {
+// PreviewColumns returns the payload columns a preview shows: each mapped or constant field,
+// in payload order (RowValue gives a row's value of one, ColumnTitle its name for people).
+func (m *Mapper) PreviewColumns() []string {
 	var cols []string
 	has := map[string]bool{}
 	for _, o := range m.ops {
@@ -278,7 +309,8 @@ func (m *Mapper) previewColumns() []string {
 	return cols
 }
 
-func rowValue(r Row, col string) string {
+// RowValue is a row's value of a payload column (see PreviewColumns).
+func RowValue(r Row, col string) string {
 	switch col {
 	case TargetStatus:
 		return r.Status
@@ -305,17 +337,17 @@ func (t *textPreview) rows(rows []Row) {
 	if len(rows) == 0 {
 		return
 	}
-	cols := t.m.previewColumns()
+	cols := t.m.PreviewColumns()
 	tw := tabwriter.NewWriter(t.tables, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "LINE")
 	for _, c := range cols {
-		fmt.Fprint(tw, "\t", t.m.columnTitle(c))
+		fmt.Fprint(tw, "\t", t.m.ColumnTitle(c))
 	}
 	fmt.Fprintln(tw)
 	for _, r := range rows {
 		fmt.Fprint(tw, where(r.Line, r.Sheet))
 		for _, c := range cols {
-			fmt.Fprint(tw, "\t", cell(rowValue(r, c), 32))
+			fmt.Fprint(tw, "\t", cell(RowValue(r, c), 32))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -324,8 +356,8 @@ func (t *textPreview) rows(rows []Row) {
 	}
 }
 
-// columnTitle names a payload column for a person: a custom slot with its label.
-func (m *Mapper) columnTitle(col string) string {
+// ColumnTitle names a payload column for a person: a custom slot with its label.
+func (m *Mapper) ColumnTitle(col string) string {
 	for _, o := range m.ops {
 		if o.name == col && o.label != "" {
 			if strings.HasPrefix(col, PlannedSlot) {

@@ -70,6 +70,7 @@ type CSVReader struct {
 	encoding string
 	bom      bool
 	header   []string
+	headLine int // the line the header was read from
 	max      int
 	utf8     bool // the text is undecoded UTF-8, to be checked per value
 
@@ -310,13 +311,17 @@ func (r *CSVReader) readHeader(ctx context.Context, headerRow int) error {
 		if err != nil {
 			return fmt.Errorf("line %d: %w", start, err)
 		}
-		r.header = header
+		r.header, r.headLine = header, start
 		return nil
 	}
 }
 
 // Header returns the column names; see the package doc.
 func (r *CSVReader) Header() []string { return r.header }
+
+// HeaderLine is the 1-based line the header was read from (the first non-blank one, or
+// CSVOptions.HeaderRow).
+func (r *CSVReader) HeaderLine() int { return r.headLine }
 
 // warn records a warning.
 func (r *CSVReader) warn(w RowError) {

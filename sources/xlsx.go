@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -108,7 +109,9 @@ type XLSXReader struct {
 	scan     *sheetScanner
 	cells    *cellFormatter
 	sheet    string
+	sheets   []string // the workbook's worksheets, in order
 	header   []string
+	headRow  int  // the worksheet row the header was read from
 	row      int  // the worksheet row last read
 	date1904 bool // serial numbers count days from 1904, not 1900
 
@@ -233,6 +236,7 @@ func openXLSX(ctx context.Context, path string, opts XLSXOptions) (_ *XLSXReader
 		r.date1904 = wb.WorkbookPr.Date1904
 	}
 	sheets := r.file.GetSheetList() // before the formatter adds its scratch sheet
+	r.sheets = sheets
 	auto := opts.Sheet == "" && opts.SheetIndex == 0 && opts.HeaderRow == 0 && opts.IsHeader != nil
 	if !auto {
 		if r.sheet, err = chooseSheet(r.file, opts); err != nil {
@@ -516,7 +520,7 @@ func (r *XLSXReader) readHeader(ctx context.Context, headerRow int) error {
 		if err != nil {
 			return fmt.Errorf("sheet %q row %d: %w", r.sheet, r.row, err)
 		}
-		r.header = header
+		r.header, r.headRow = header, r.row
 		return nil
 	}
 }
@@ -601,6 +605,13 @@ func (r *XLSXReader) Header() []string { return r.header }
 
 // Sheet returns the name of the worksheet being read.
 func (r *XLSXReader) Sheet() string { return r.sheet }
+
+// Sheets returns the names of the workbook's worksheets, in order.
+func (r *XLSXReader) Sheets() []string { return slices.Clone(r.sheets) }
+
+// HeaderLine is the worksheet row the header was read from (rows above it, a title, are
+// skipped).
+func (r *XLSXReader) HeaderLine() int { return r.headRow }
 
 // Progress reports rows returned and, when the workbook records its dimension (Excel does),
 // the number of rows below the header.
