@@ -127,12 +127,13 @@ func (c Config) validate() error {
 
 // Engine runs one import or sync run (or its dry run) through the stages.
 type Engine struct {
-	cfg  Config
-	log  *slog.Logger
-	prod *producer
-	filt *filter
-	bat  *batcher
-	com  *committer
+	cfg       Config
+	log       *slog.Logger
+	prod      *producer
+	filt      *filter
+	bat       *batcher
+	led       *ledger
+	committer *committer
 
 	lastRead    int64
 	complete    bool   // the whole source was read, and a resumed run read every row before its checkpoint again
@@ -140,6 +141,7 @@ type Engine struct {
 	unplacedMin int64  // smallest ordinal of a chunk's rows not yet placed in a batch; 0 = none
 	bytes       int64  // source bytes consumed up to lastRead
 	waitRows    time.Duration
+	waitWindow  time.Duration
 }
 
 // New builds the engine of a run.
@@ -147,25 +149,31 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Suppression = cmpOr(cfg.Suppression, SuppressionSkip)
-	cfg.MapWorkers = max(1, cfg.MapWorkers)
-	cfg.Window = max(1, cfg.Window)
-	if cfg.Fingerprints == nil {
-		cfg.Fingerprints = state.NewFingerprintSet(cfg.ListID)
-	}
-	if cfg.FingerprintFlush <= 0 {
-		cfg.FingerprintFlush = 1 << 20
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg = cfg.withDefaults()
 	e := &Engine{cfg: cfg, log: cfg.Logger}
 	e.filt = newFilter(cfg)
 	e.prod = newProducer(cfg, e.filt)
-	e.com = newCommitter(cfg)
-	e.bat = newBatcher(cfg, e.com, e.waitEvent)
-	e.com.release, e.com.fail = e.bat.release, e.bat.fail
+	e.bat = newBatcher(cfg)
+	e.led = newLedger(cfg)
+	e.committer = newCommitter(cfg)
 	return e, nil
+}
+
+// withDefaults fills in what the Config leaves unset.
+func (c Config) withDefaults() Config {
+	c.Suppression = cmpOr(c.Suppression, SuppressionSkip)
+	c.MapWorkers = max(1, c.MapWorkers)
+	c.Window = max(1, c.Window)
+	if c.Fingerprints == nil {
+		c.Fingerprints = state.NewFingerprintSet(c.ListID)
+	}
+	if c.FingerprintFlush <= 0 {
+		c.FingerprintFlush = 1 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
 }
 
 func cmpOr(a, b string) string {
@@ -179,12 +187,13 @@ func cmpOr(a, b string) string {
 // failure, or Config.Stopping. It returns nil when every row is done and checkpointed,
 // ErrInterrupted on a stop. Run may be called once.
 //
-// The producer and filter run on goroutines of their own; this goroutine places rows in
-// batches, sends them and checkpoints, so that mapping the next rows overlaps with sending
-// and checkpointing the previous ones.
+// The producer and filter run on goroutines of their own, the committer's writer on
+// another; this goroutine places rows in batches, sends them, and keeps the ledger, so
+// that mapping the next rows overlaps with sending and checkpointing the previous ones.
 func (e *Engine) Run(ctx context.Context, startPos int64) (err error) {
 	e.lastRead = startPos
-	e.com.start(ctx, startPos)
+	e.led.start(startPos)
+	e.committer.start(ctx)
 	prodCtx, stopProducer := context.WithCancel(ctx)
 	chunks := make(chan *chunk, engineChunks)
 	prodDone := make(chan struct{})
@@ -196,29 +205,33 @@ func (e *Engine) Run(ctx context.Context, startPos int64) (err error) {
 		stopProducer()
 		<-prodDone
 		e.bat.close()
-		if cerr := e.com.close(); cerr != nil && err == nil {
+		if cerr := e.committer.close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
 	started := time.Now()
-	defer func() {
-		e.log.DebugContext(ctx, "pipeline timings", slog.Duration("total", time.Since(started)),
-			slog.Duration("waiting_for_rows", e.waitRows), slog.Duration("waiting_for_window", e.bat.waitWindow),
-			slog.Int("batches", e.bat.seq), slog.Int("window", e.cfg.Window),
-			slog.Int("checkpoints_by_engine", e.com.byEngine), slog.Int64("checkpoints_by_writer", e.com.byWriter.Load()),
-			slog.Duration("slots_sending", e.bat.slots.Sending),
-			slog.Duration("slots_acked_waiting_to_be_counted", e.bat.slots.WaitingToBeCounted),
-			slog.Duration("slots_acked_waiting_for_checkpoint", e.bat.slots.WaitingForCheckpoint))
-	}()
+	defer e.logTimings(ctx, started)
 	readErr := e.placeAll(ctx, chunks)
 	stopProducer()
-	if readErr == nil && e.bat.firstErr == nil {
+	if readErr == nil && e.led.err == nil {
 		// The whole source is read: send what is left, and save the fingerprints with the
 		// next checkpoint, while the last batches are in flight.
-		e.com.saveEarly()
-		readErr = e.bat.flush(ctx)
+		e.committer.saveEarly()
+		e.bat.closeAll()
+		readErr = e.sendClosed(ctx)
 	}
 	return e.finish(ctx, readErr)
+}
+
+// logTimings logs where the run's time went (e2ebench reads it).
+func (e *Engine) logTimings(ctx context.Context, started time.Time) {
+	e.log.DebugContext(ctx, "pipeline timings", slog.Duration("total", time.Since(started)),
+		slog.Duration("waiting_for_rows", e.waitRows), slog.Duration("waiting_for_window", e.waitWindow),
+		slog.Int("batches", e.bat.seq), slog.Int("window", e.cfg.Window),
+		slog.Int("checkpoints_by_engine", e.committer.byEngine), slog.Int64("checkpoints_by_writer", e.committer.byWriter.Load()),
+		slog.Duration("slots_sending", e.led.slots.Sending),
+		slog.Duration("slots_acked_waiting_to_be_counted", e.led.slots.WaitingToBeCounted),
+		slog.Duration("slots_acked_waiting_for_checkpoint", e.led.slots.WaitingForCheckpoint))
 }
 
 // placeAll takes the producer's chunks in until the last one, a failure or a stop.
@@ -246,7 +259,7 @@ func (e *Engine) placeAll(ctx context.Context, chunks <-chan *chunk) error {
 			return nil
 		}
 		e.prod.recycle(c)
-		if e.bat.firstErr != nil {
+		if e.led.err != nil {
 			return nil
 		}
 	}
@@ -261,74 +274,139 @@ func (e *Engine) stopping() bool {
 	}
 }
 
-// place takes a chunk in: its outcomes await the checkpoint, its rows go to their batches.
+// place takes a chunk in: its outcomes await the checkpoint, its rows go to their batches,
+// and the batches that close go out.
 func (e *Engine) place(ctx context.Context, c *chunk) error {
 	if len(c.rows) > 0 {
 		e.unplacedMin = c.rows[0].Ordinal
 	}
 	e.lastRead, e.bytes = c.lastRead, c.bytes
 	if len(c.rows) > 0 {
-		e.com.setSheet(c.rows[0].Sheet)
+		e.led.setSheet(c.rows[0].Sheet)
 	}
-	e.com.await(c.outcomes)
+	e.led.await(c.outcomes)
 	for i := range c.rows {
-		if err := e.bat.add(ctx, c, i); err != nil {
+		e.bat.add(c, i)
+		if err := e.sendClosed(ctx); err != nil {
 			return err
 		}
 	}
 	e.unplacedMin = 0
-	if err := e.bat.sendLagging(ctx, e.lastRead); err != nil {
+	e.bat.closeLagging(e.lastRead)
+	if err := e.sendClosed(ctx); err != nil {
 		return err
 	}
 	e.advance(ctx, false)
 	return nil
 }
 
+// sendClosed sends the batches the batcher closed, in order, each once the ledger has room
+// for it.
+func (e *Engine) sendClosed(ctx context.Context) error {
+	for b := e.bat.next(); b != nil; b = e.bat.next() {
+		if err := e.waitRoom(ctx, b); err != nil {
+			return err
+		}
+		e.led.sent(b)
+		e.bat.send(ctx)
+	}
+	return nil
+}
+
+// waitRoom handles events until b may be sent (see ledger.room), or the run failed.
+func (e *Engine) waitRoom(ctx context.Context, b *batch) error {
+	for {
+		if e.led.err != nil {
+			return e.led.err
+		}
+		ok, conflict := e.led.room(b)
+		if ok {
+			return nil
+		}
+		if conflict && e.cfg.OnConflictWait != nil {
+			e.cfg.OnConflictWait(e.bat.seq + 1)
+		}
+		t0 := time.Now()
+		err := e.waitEvent(ctx)
+		e.waitWindow += time.Since(t0)
+		if err != nil {
+			return err
+		}
+	}
+}
+
 // finish lets what is in flight finish (also on a stop or a failure: its acknowledgements
 // are checkpointed), writes the last checkpoint, and returns the run's error.
 func (e *Engine) finish(ctx context.Context, readErr error) error {
-	for e.bat.nUnacked > 0 || e.com.pending > 0 {
+	for e.led.busy() {
 		if err := e.waitEvent(ctx); err != nil {
 			return errors.Join(readErr, err)
 		}
 	}
-	if e.com.err == nil {
+	if !e.led.stopped {
 		e.advance(ctx, true)
-		for e.com.pending > 0 {
+		for e.led.pending > 0 {
 			if err := e.waitEvent(ctx); err != nil {
 				return err
 			}
 		}
 	}
-	switch {
-	case e.bat.firstErr != nil:
-		return e.bat.firstErr
-	case e.com.err != nil:
-		return e.com.err
+	if e.led.err != nil {
+		return e.led.err
 	}
 	return readErr
 }
 
-// waitEvent handles the next acknowledgement or written checkpoint.
+// waitEvent handles the next answer of a batch or written checkpoint.
 func (e *Engine) waitEvent(ctx context.Context) error {
 	select {
 	case b := <-e.bat.results:
-		if !e.bat.acked(b) {
-			e.com.uncount(b) // failed: its requests are counted all the same
-			return nil
+		if e.led.answered(b) {
+			e.advance(ctx, true)
 		}
-		e.advance(ctx, true)
-	case u := <-e.com.done:
-		e.com.written(u)
+	case u := <-e.committer.done:
+		e.written(u)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	return nil
 }
 
-// advance hands the committer a checkpoint for everything newly done; now: this goroutine
-// waits for the window (or the end) and may write it itself.
+// advance hands the committer a checkpoint of everything newly done, if any; now: this
+// goroutine waits for the window (or the end) and may write it itself. It waits while
+// maxPendingCommits are queued.
 func (e *Engine) advance(ctx context.Context, now bool) {
-	w := e.bat.watermark(e.lastRead, e.unplacedMin)
-	e.com.advance(ctx, w, e.bytes, e.bat.window, now)
+	held := e.bat.firstUnsent()
+	if e.unplacedMin > 0 && (held == 0 || e.unplacedMin < held) {
+		held = e.unplacedMin
+	}
+	u := e.led.count(e.lastRead, held, e.bytes)
+	if u == nil {
+		return
+	}
+	for e.led.pending >= maxPendingCommits {
+		select {
+		case w := <-e.committer.done:
+			e.written(w)
+		case <-ctx.Done():
+			return
+		}
+	}
+	e.led.queued()
+	if e.committer.submit(ctx, u, now && e.led.pending == 1) {
+		e.written(u)
+	}
+}
+
+// written takes a checkpoint back from the committer: the ledger frees the batches it
+// counted, for the batcher to reuse.
+func (e *Engine) written(u *commitUnit) {
+	freed, ok := e.led.written(u)
+	if !ok {
+		return
+	}
+	e.bat.recycle(freed)
+	if e.cfg.OnCommit != nil {
+		e.cfg.OnCommit(u.cp.Delta)
+	}
 }
