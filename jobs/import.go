@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -175,27 +174,21 @@ func (rt *Runtime) importSource(ctx context.Context, args ImportArgs, a *attempt
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return src, nop, fmt.Errorf("restore staged file: %w", err)
 	}
-	rc, err := rt.store.OpenStaged(ctx, args.StagedFile)
-	if errors.Is(err, state.ErrNotFound) {
-		return src, nop, permanent(fmt.Errorf("the staged copy of %s is gone (deleted after an earlier run ended?)", args.Path))
-	}
-	if err != nil {
-		return src, nop, fmt.Errorf("restore staged file: %w", err)
-	}
-	defer rc.Close()
 	// Keep the original name's extension: it tells the file's kind.
 	f, err := os.CreateTemp(dir, "job"+strconv.FormatInt(a.job.ID, 10)+"-*-"+filepath.Base(args.Path))
 	if err != nil {
 		return src, nop, fmt.Errorf("restore staged file: %w", err)
 	}
 	cleanup := func() { _ = os.Remove(f.Name()) }
-	if _, err := io.Copy(f, rc); err != nil {
-		_ = f.Close()
-		cleanup()
-		return src, nop, fmt.Errorf("restore staged file: %w", err)
+	_, err = rt.store.RestoreStaged(ctx, args.StagedFile, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
 		cleanup()
+		if errors.Is(err, state.ErrNotFound) {
+			return src, nop, permanent(fmt.Errorf("the staged copy of %s is gone (deleted after an earlier run ended?)", args.Path))
+		}
 		return src, nop, fmt.Errorf("restore staged file: %w", err)
 	}
 	src.Path = f.Name()

@@ -3,7 +3,6 @@ package state
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -463,16 +462,7 @@ func eraseStaged(ctx context.Context, _ *Store, tx *sql.Tx, email string) (int64
 	}
 	var n int64
 	for _, f := range files {
-		var compressed bytes.Buffer
-		for seq := 0; seq < f.chunks; seq++ {
-			var data []byte
-			if err := tx.QueryRowContext(ctx, "SELECT data FROM subsync_staged_chunk WHERE file_id = $1 AND seq = $2",
-				f.id, seq).Scan(&data); err != nil {
-				return 0, fmt.Errorf("staged file %d: %w", f.id, err)
-			}
-			compressed.Write(data)
-		}
-		found, err := gzipContains(&compressed, email)
+		found, err := stagedHolds(ctx, tx, f.id, email)
 		if err != nil {
 			return 0, fmt.Errorf("staged file %d: %w", f.id, err)
 		}
@@ -489,14 +479,24 @@ func eraseStaged(ctx context.Context, _ *Store, tx *sql.Tx, email string) (int64
 	return n, nil
 }
 
-// gzipContains reports whether the gzip stream holds needle (lower case), case-insensitively.
-func gzipContains(r io.Reader, needle string) (bool, error) {
-	zr, err := gzip.NewReader(r)
+// stagedHolds reports whether the content of a staged file holds needle (lower case),
+// case-insensitively.
+func stagedHolds(ctx context.Context, tx *sql.Tx, id int64, needle string) (bool, error) {
+	f, err := stagedFileInfo(ctx, tx, id)
 	if err != nil {
 		return false, err
 	}
-	defer zr.Close()
-	br := bufio.NewReaderSize(zr, 1<<16)
+	rc, err := newStagedReader(ctx, tx, f)
+	if err != nil {
+		return false, err
+	}
+	defer rc.Close()
+	return readerContains(rc, needle)
+}
+
+// readerContains reports whether r holds needle (lower case), case-insensitively.
+func readerContains(r io.Reader, needle string) (bool, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
 	keep := len(needle) - 1
 	buf := make([]byte, 0, 1<<16+keep)
 	chunk := make([]byte, 1<<16)
