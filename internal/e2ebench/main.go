@@ -15,6 +15,15 @@
 // process, and the CPU seconds of this process (the emulator, nothing else) during each. With
 // -runs N the two are measured in turn N times and the median ratio is printed.
 //
+// With -queue postgres the subsync process runs on the Postgres queue a fleet uses: every
+// measured run gets a database of its own, created on the server of -database-url (default
+// TEST_DATABASE_URL, or the local test server) and dropped after it, and the clock then
+// includes staging the file into it (EnqueueImport) and the worker restoring it; the column
+// "stage s" is the staging. -queue sqlite,postgres measures both in every run, in turn, and
+// prints the median time of each and the median of Postgres's time ÷ SQLite's, run by run.
+// -raw=false leaves the raw client out (it holds every encoded body in memory: for files of
+// ten million rows).
+//
 // With -cores split (the default on two cores or more) this process, the emulator, runs on
 // the first core and each client process on the others, as a service on another machine
 // would: the client's own work does not slow the service down, and the ratio is how close
@@ -39,6 +48,9 @@
 //	go run ./internal/e2ebench -rows 200000 -formats csv
 //	go run ./internal/e2ebench -mode delta          # 1,000,000 rows, synced twice, 1% changed
 //	go run ./internal/e2ebench -formats csv -runs 3   # the raw limit and subsync in turn, three times
+//	go run ./internal/e2ebench -formats csv -queue sqlite,postgres -raw=false -runs 3
+//	                                           # the embedded queue and the fleet's, in turn
+//	go run ./internal/e2ebench -rows 10000000 -formats csv -raw=false -queue sqlite,postgres
 //	go run ./internal/e2ebench -rows 300000 -formats csv -latency 20ms -batches-in-flight 2 -runs 3
 //	                                           # against a service 20 ms away: the bound the window sets
 //
@@ -105,6 +117,8 @@ type childConfig struct {
 	FingerprintFlush int `json:"fingerprint_flush,omitempty"`
 	// Sync runs a (delta) sync of Path instead of an import.
 	Sync bool `json:"sync,omitempty"`
+	// DatabaseURL is the Postgres database of the queue; empty: SQLite in DataDir.
+	DatabaseURL string `json:"database_url,omitempty"`
 }
 
 type childResult struct {
@@ -112,6 +126,9 @@ type childResult struct {
 	Sent      int64   `json:"sent"`
 	Unchanged int64   `json:"unchanged"`
 	Seconds   float64 `json:"seconds"` // queued to completed
+	// StageSeconds is the part of Seconds spent queueing the job: on Postgres, staging the
+	// file into the database.
+	StageSeconds float64 `json:"stage_seconds"`
 	// TotalSeconds adds stopping the in-process queue client, as `import --wait` returns.
 	TotalSeconds float64 `json:"total_seconds"`
 	VmHWMkB      int64   `json:"vmhwm_kb"`
@@ -157,8 +174,15 @@ func main() {
 	flag.DurationVar(&latency, "latency", 0, "added by the emulator to every request, as a service tens of milliseconds away; the raw client then keeps -batches-in-flight requests in flight")
 	runs := flag.Int("runs", 1, "import mode: raw limit and subsync measured in turn this many times; the median ratio is printed. Delta mode: the second sync is run this many times, each on a copy of the database the first left")
 	cores := flag.String("cores", "split", "import mode: split (the emulator on one core, each client process on the others, as a service on another machine) or shared (every process on every core)")
+	queue := flag.String("queue", queueSQLite, "import mode: the queue subsync runs on: sqlite, postgres (a fresh database on -database-url's server for every run, the file staged into it), or sqlite,postgres (both, in turn, in every run)")
+	flag.StringVar(&databaseURL, "database-url", databaseURLDefault(), "the Postgres server -queue postgres creates its databases on (and drops them after)")
+	flag.BoolVar(&withRaw, "raw", true, "import mode: measure the raw client too (it holds every encoded body in memory: -raw=false for very large files)")
 	flag.Parse()
-	var err error
+	queues, err := parseQueues(*queue)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2ebench:", err)
+		os.Exit(2)
+	}
 	switch *mode {
 	case "import":
 		var split *coreSplit
@@ -172,7 +196,7 @@ func main() {
 			err = fmt.Errorf("-cores %q: want split or shared", *cores)
 		}
 		if err == nil {
-			err = run(*rows, strings.Split(*formats, ","), *dir, *inFlight, *batches, max(1, *runs), split)
+			err = run(*rows, strings.Split(*formats, ","), queues, *dir, *inFlight, *batches, max(1, *runs), split)
 		}
 	case "delta":
 		err = runDelta(*rows, *dir, *inFlight, *batches, *runs)
@@ -185,7 +209,13 @@ func main() {
 	}
 }
 
-func run(n int, formats []string, dir string, inFlight, batches, runs int, split *coreSplit) error {
+// Flags read by run and subsync.
+var (
+	databaseURL string // -database-url
+	withRaw     bool   // -raw
+)
+
+func run(n int, formats, queues []string, dir string, inFlight, batches, runs int, split *coreSplit) error {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "e2ebench-*")
 		if err != nil {
@@ -200,8 +230,8 @@ func run(n int, formats []string, dir string, inFlight, batches, runs int, split
 		// batches: its rate is rows per batch × in flight ÷ the round trip it measures.
 		rawInFlight = batches
 	}
-	fmt.Printf("e2ebench: %d contacts, raw client %d requests in flight, subsync %d requests and %d batches in flight, latency %s, %d run(s)\n",
-		n, rawInFlight, inFlight, batches, latency, runs)
+	fmt.Printf("e2ebench: %d contacts, raw client %d requests in flight, subsync %d requests and %d batches in flight, latency %s, queue %s, %d run(s)\n",
+		n, rawInFlight, inFlight, batches, latency, strings.Join(queues, " and "), runs)
 	var clients []int // the client processes' cores; none: shared
 	if split != nil {
 		fmt.Printf("cores split: %s\n", split)
@@ -218,8 +248,8 @@ func run(n int, formats []string, dir string, inFlight, batches, runs int, split
 			}
 			fmt.Printf("generated %s in %s\n", path, time.Since(start).Round(time.Millisecond))
 		}
-		fmt.Printf("\n%-6s %3s %11s %11s %6s %8s %9s %9s %8s %9s %9s\n", "format", "run", "raw rows/s", "subsync", "ratio",
-			"peak RSS", "raw s", "subsync s", "CPU s", "emu CPU s", "raw emu")
+		fmt.Printf("\n%-6s %3s %-8s %11s %11s %6s %8s %9s %9s %7s %8s %9s %9s\n", "format", "run", "queue", "raw rows/s", "subsync",
+			"ratio", "peak RSS", "raw s", "subsync s", "stage s", "CPU s", "emu CPU s", "raw emu")
 		// This process is the emulator and nothing else: both clients are processes of their
 		// own, so the emulator's heap (and its garbage collector's work) is the same for both.
 		if split != nil {
@@ -227,52 +257,97 @@ func run(n int, formats []string, dir string, inFlight, batches, runs int, split
 				return err
 			}
 		}
-		var ratios, bounds []float64
+		ratios, bounds, secs := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+		var pgOverSQLite []float64
 		for i := range runs {
-			raw, err := rawPost(path, n, rawInFlight, clients)
-			if err != nil {
-				return fmt.Errorf("raw %s: %w", format, err)
+			var raw rawResult
+			if withRaw {
+				var err error
+				if raw, err = rawPost(path, n, rawInFlight, clients); err != nil {
+					return fmt.Errorf("raw %s: %w", format, err)
+				}
 			}
-			res, emuCPU, err := subsync(path, dir, inFlight, batches, clients)
-			if err != nil {
-				return fmt.Errorf("subsync %s: %w", format, err)
+			for _, q := range queues {
+				res, emuCPU, err := subsync(path, dir, q, inFlight, batches, clients)
+				if err != nil {
+					return fmt.Errorf("subsync %s on %s: %w", format, q, err)
+				}
+				if res.Sent != int64(n) {
+					return fmt.Errorf("subsync %s on %s: sent %d rows, want %d", format, q, res.Sent, n)
+				}
+				rate := float64(res.Rows) / res.Seconds
+				secs[q] = append(secs[q], res.Seconds)
+				ratio := "-"
+				if withRaw {
+					ratios[q] = append(ratios[q], rate/raw.rate)
+					ratio = fmt.Sprintf("%.0f%%", 100*rate/raw.rate)
+				}
+				fmt.Printf("%-6s %3d %-8s %11.0f %11.0f %6s %5.0f MB %9.2f %9.2f %7.2f %8.2f %9.2f %9.2f\n", format, i+1, q, raw.rate, rate,
+					ratio, float64(res.VmHWMkB)/1024, raw.secs, res.Seconds, res.StageSeconds, res.CPUSeconds, emuCPU, raw.cpu)
+				if latency > 0 && withRaw {
+					bound := float64(sink.MaxBatchRows*batches) / raw.roundTrip
+					bounds[q] = append(bounds[q], rate/bound)
+					printLatency(res, raw, bound, rate, batches)
+				}
+				printTimings(res)
 			}
-			if res.Sent != int64(n) {
-				return fmt.Errorf("subsync %s: sent %d rows, want %d", format, res.Sent, n)
-			}
-			rate := float64(res.Rows) / res.Seconds
-			ratios = append(ratios, rate/raw.rate)
-			fmt.Printf("%-6s %3d %11.0f %11.0f %5.0f%% %5.0f MB %9.2f %9.2f %8.2f %9.2f %9.2f\n", format, i+1, raw.rate, rate,
-				100*rate/raw.rate, float64(res.VmHWMkB)/1024, raw.secs, res.Seconds, res.CPUSeconds, emuCPU, raw.cpu)
-			if latency > 0 {
-				bound := float64(sink.MaxBatchRows*batches) / raw.roundTrip
-				bounds = append(bounds, rate/bound)
-				rtt := res.BulkSeconds / float64(res.Bulkinserts)
-				fmt.Printf("       latency %s, %d in flight: bound %.0f rows/s (1000 × %d ÷ the raw client's mean round trip %.1f ms; %.0f rows/s with the latency alone); subsync %.2f× the bound\n"+
-					"       subsync delivering (first request to last answer, %.2fs): %.0f rows/s, %.2f× the bound; its mean round trip %.1f ms; its batches in flight kept full %.0f%% of that time\n",
-					latency, batches, bound, batches, 1000*raw.roundTrip, float64(sink.MaxBatchRows*batches)/latency.Seconds(), rate/bound,
-					res.BulkSpan, float64(res.Sent)/res.BulkSpan, float64(res.Sent)/res.BulkSpan/bound,
-					1000*rtt, 100*res.BulkSeconds/(float64(batches)*res.BulkSpan))
-			}
-			if tm := res.Timings; tm["total"] > 0 {
-				slots := tm["window"] * tm["total"]
-				fmt.Printf("       the engine's %.2fs: its %.0f slots were sending %.0f%%, acknowledged and waiting to be counted %.0f%%, "+
-					"counted and waiting for their checkpoint %.0f%%, empty %.0f%% of the time; it waited %.2fs for rows, %.2fs for the window\n",
-					tm["total"], tm["window"], 100*tm["slots_sending"]/slots, 100*tm["slots_acked_waiting_to_be_counted"]/slots,
-					100*tm["slots_acked_waiting_for_checkpoint"]/slots,
-					100*(slots-tm["slots_sending"]-tm["slots_acked_waiting_to_be_counted"]-tm["slots_acked_waiting_for_checkpoint"])/slots,
-					tm["waiting_for_rows"], tm["waiting_for_window"])
+			if len(queues) == 2 {
+				pgOverSQLite = append(pgOverSQLite, secs[queuePostgres][i]/secs[queueSQLite][i])
 			}
 		}
-		if runs > 1 {
-			fmt.Printf("%-6s median ratio to the raw client over %d runs: %.2f", format, runs, median(ratios))
-			if latency > 0 {
-				fmt.Printf("; to the bound: %.2f", median(bounds))
+		for _, q := range queues {
+			if runs == 1 && !withRaw {
+				continue
+			}
+			s := secs[q]
+			fmt.Printf("%-6s %-8s median of %d: %.2f s (%.0f rows/s)", format, q, runs, median(s), float64(n)/median(s))
+			if withRaw {
+				fmt.Printf("; ratio to the raw client %.2f", median(ratios[q]))
+			}
+			if len(bounds[q]) > 0 {
+				fmt.Printf("; to the bound: %.2f", median(bounds[q]))
 			}
 			fmt.Println()
 		}
+		if len(pgOverSQLite) > 0 {
+			fmt.Printf("%-6s postgres ÷ sqlite, time, run by run: %s; median %.2f\n", format, joinFloats(pgOverSQLite), median(pgOverSQLite))
+		}
 	}
 	return nil
+}
+
+// printLatency prints the line of a run under -latency: subsync against the bound the
+// batches in flight set.
+func printLatency(res childResult, raw rawResult, bound, rate float64, batches int) {
+	rtt := res.BulkSeconds / float64(res.Bulkinserts)
+	fmt.Printf("       latency %s, %d in flight: bound %.0f rows/s (1000 × %d ÷ the raw client's mean round trip %.1f ms; %.0f rows/s with the latency alone); subsync %.2f× the bound\n"+
+		"       subsync delivering (first request to last answer, %.2fs): %.0f rows/s, %.2f× the bound; its mean round trip %.1f ms; its batches in flight kept full %.0f%% of that time\n",
+		latency, batches, bound, batches, 1000*raw.roundTrip, float64(sink.MaxBatchRows*batches)/latency.Seconds(), rate/bound,
+		res.BulkSpan, float64(res.Sent)/res.BulkSpan, float64(res.Sent)/res.BulkSpan/bound,
+		1000*rtt, 100*res.BulkSeconds/(float64(batches)*res.BulkSpan))
+}
+
+// printTimings prints where the engine's window spent its time.
+func printTimings(res childResult) {
+	tm := res.Timings
+	if tm["total"] <= 0 {
+		return
+	}
+	slots := tm["window"] * tm["total"]
+	fmt.Printf("       the engine's %.2fs: its %.0f slots were sending %.0f%%, acknowledged and waiting to be counted %.0f%%, "+
+		"counted and waiting for their checkpoint %.0f%%, empty %.0f%% of the time; it waited %.2fs for rows, %.2fs for the window\n",
+		tm["total"], tm["window"], 100*tm["slots_sending"]/slots, 100*tm["slots_acked_waiting_to_be_counted"]/slots,
+		100*tm["slots_acked_waiting_for_checkpoint"]/slots,
+		100*(slots-tm["slots_sending"]-tm["slots_acked_waiting_to_be_counted"]-tm["slots_acked_waiting_for_checkpoint"])/slots,
+		tm["waiting_for_rows"], tm["waiting_for_window"])
+}
+
+func joinFloats(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strings.Join(s, ", ")
 }
 
 func median(xs []float64) float64 {
@@ -465,7 +540,7 @@ func rawPost(path string, n, inFlight int, cpus []int) (rawResult, error) {
 
 // subsync runs the import in a child process (on cpus, if any) and returns what it measured
 // and the CPU seconds of the emulator meanwhile.
-func subsync(path, dir string, inFlight, batches int, cpus []int) (childResult, float64, error) {
+func subsync(path, dir, queue string, inFlight, batches int, cpus []int) (childResult, float64, error) {
 	emu, base, stop, err := emulator()
 	if err != nil {
 		return childResult{}, 0, err
@@ -490,9 +565,17 @@ func subsync(path, dir string, inFlight, batches int, cpus []int) (childResult, 
 		}
 		defer pprof.StopCPUProfile()
 	}
+	cfg := childConfig{SinkURL: base, DataDir: dataDir, Path: path, ListID: list, InFlight: inFlight, BatchesInFlight: batches}
+	if queue == queuePostgres {
+		dbURL, drop, err := freshDatabase(databaseURL)
+		if err != nil {
+			return childResult{}, 0, err
+		}
+		defer drop()
+		cfg.DatabaseURL = dbURL
+	}
 	cpu0 := cpuSeconds()
-	res, err := runChild(childConfig{SinkURL: base, DataDir: dataDir, Path: path, ListID: list,
-		InFlight: inFlight, BatchesInFlight: batches}, cpus)
+	res, err := runChild(cfg, cpus)
 	emuCPU := cpuSeconds() - cpu0 // this process serves only the emulator meanwhile (and starts the child)
 	if err != nil {
 		return res, 0, err
@@ -537,7 +620,7 @@ func child(raw string) int {
 	ctx := context.Background()
 	var bulk bulkStats
 	cfg := jobs.Config{
-		DataDir: c.DataDir, BatchesInFlight: c.BatchesInFlight, PollInterval: 25 * time.Millisecond,
+		DatabaseURL: c.DatabaseURL, DataDir: c.DataDir, BatchesInFlight: c.BatchesInFlight, PollInterval: 25 * time.Millisecond,
 		FingerprintFlush: c.FingerprintFlush,
 		Logger:           slog.New(&timingsHandler{Handler: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}), into: &res.Timings}),
 		Sink: sink.Config{BaseURL: c.SinkURL, UserID: benchUser, APIKey: benchKey, RequestsPerSecond: -1,
@@ -559,6 +642,7 @@ func child(raw string) int {
 	} else {
 		id, err = rt.EnqueueImport(ctx, jobs.ImportArgs{Path: c.Path, ListID: c.ListID})
 	}
+	res.StageSeconds = time.Since(start).Seconds()
 	if err != nil {
 		res.Error = err.Error()
 		return 0
