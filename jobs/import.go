@@ -71,22 +71,8 @@ func (a ImportArgs) describe() runDesc {
 // On Postgres a local file is staged into the database (compressed, in chunks) so that any
 // worker can read it, unless args.Shared; the staged copy is deleted when the run ends.
 func (rt *Runtime) EnqueueImport(ctx context.Context, args ImportArgs) (int64, error) {
-	if args.ListID <= 0 {
-		return 0, errors.New("import: a list id is required")
-	}
-	if (args.Path == "") == (args.Source == "") {
-		return 0, errors.New("import: give either a file or a source name")
-	}
-	if args.Suppression == "" {
-		args.Suppression = SuppressionSkip
-	}
-	if args.Suppression != SuppressionSkip && args.Suppression != SuppressionUpdateKeepStatus {
-		return 0, fmt.Errorf("import: suppression %q: want %q or %q", args.Suppression, SuppressionSkip, SuppressionUpdateKeepStatus)
-	}
-	if args.Source != "" {
-		if _, ok := rt.cfg.Sources[args.Source]; !ok {
-			return 0, fmt.Errorf("import: source %q is not in the configuration", args.Source)
-		}
+	if err := rt.checkImport(args); err != nil {
+		return 0, err
 	}
 	args.StagedFile = 0
 	if args.Path != "" {
@@ -110,6 +96,35 @@ func (rt *Runtime) EnqueueImport(ctx context.Context, args ImportArgs) (int64, e
 			}
 			args.StagedFile = staged.ID
 		}
+	}
+	return rt.insertImport(ctx, args)
+}
+
+// checkImport refuses an import the job could not run.
+func (rt *Runtime) checkImport(args ImportArgs) error {
+	if args.ListID <= 0 {
+		return errors.New("import: a list id is required")
+	}
+	if (args.Path == "") == (args.Source == "") {
+		return errors.New("import: give either a file or a source name")
+	}
+	switch args.Suppression {
+	case "", SuppressionSkip, SuppressionUpdateKeepStatus:
+	default:
+		return fmt.Errorf("import: suppression %q: want %q or %q", args.Suppression, SuppressionSkip, SuppressionUpdateKeepStatus)
+	}
+	if args.Source != "" {
+		if _, ok := rt.cfg.Sources[args.Source]; !ok {
+			return fmt.Errorf("import: source %q is not in the configuration", args.Source)
+		}
+	}
+	return nil
+}
+
+// insertImport queues the job; when it cannot, its staged file goes.
+func (rt *Runtime) insertImport(ctx context.Context, args ImportArgs) (int64, error) {
+	if args.Suppression == "" {
+		args.Suppression = SuppressionSkip
 	}
 	res, err := rt.q.Insert(ctx, args, nil)
 	if err != nil {
@@ -166,31 +181,13 @@ func (rt *Runtime) importSource(ctx context.Context, args ImportArgs, a *attempt
 			a.log.WarnContext(ctx, "could not delete the staged file", slog.Any("error", err))
 		}
 	})
-	dir := rt.cfg.DataDir
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	dir = filepath.Join(dir, "staged")
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return src, nop, fmt.Errorf("restore staged file: %w", err)
-	}
-	// Keep the original name's extension: it tells the file's kind.
-	f, err := os.CreateTemp(dir, "job"+strconv.FormatInt(a.job.ID, 10)+"-*-"+filepath.Base(args.Path))
-	if err != nil {
-		return src, nop, fmt.Errorf("restore staged file: %w", err)
-	}
-	cleanup := func() { _ = os.Remove(f.Name()) }
-	_, err = rt.store.RestoreStaged(ctx, args.StagedFile, f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	path, cleanup, err := rt.restoreStaged(ctx, args.StagedFile, args.Path, "job"+strconv.FormatInt(a.job.ID, 10))
+	if errors.Is(err, state.ErrNotFound) {
+		return src, nop, permanent(fmt.Errorf("the staged copy of %s is gone (deleted after an earlier run ended?)", args.Path))
 	}
 	if err != nil {
-		cleanup()
-		if errors.Is(err, state.ErrNotFound) {
-			return src, nop, permanent(fmt.Errorf("the staged copy of %s is gone (deleted after an earlier run ended?)", args.Path))
-		}
-		return src, nop, fmt.Errorf("restore staged file: %w", err)
+		return src, nop, err
 	}
-	src.Path = f.Name()
+	src.Path = path
 	return src, cleanup, nil
 }

@@ -21,7 +21,7 @@ import (
 // runsPerPage is how many runs the runs page lists at a time.
 const runsPerPage = 50
 
-var pageNames = []string{"runs", "run", "job", "syncs", "sync", "suppression", "health", "forget"}
+var pageNames = []string{"runs", "run", "job", "syncs", "sync", "suppression", "health", "forget", "upload", "import"}
 
 func (s *Server) parseTemplates() error {
 	funcs := template.FuncMap{

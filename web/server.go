@@ -26,6 +26,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/subsync/subsync/internal/export"
 	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/state"
 )
 
@@ -55,6 +57,13 @@ type Backend interface {
 	EnqueueReconcile(ctx context.Context) (int64, error)
 	PlanForget(ctx context.Context, emails []string) ([]jobs.ForgetPlan, error)
 	RequestForget(ctx context.Context, emails []string) (int64, []string, error)
+	// The import page.
+	StageUpload(ctx context.Context, name string, r io.Reader) (state.StagedFile, error)
+	RestoreStaged(ctx context.Context, f state.StagedFile) (string, func(), error)
+	EnqueueStaged(ctx context.Context, args jobs.ImportArgs, f state.StagedFile) (int64, error)
+	CheckList(ctx context.Context, listID int64) error
+	Lists(ctx context.Context) ([]sink.List, error)
+	CustomFields(ctx context.Context) ([]sink.CustomField, error)
 	PingService(ctx context.Context) error
 }
 
@@ -69,6 +78,9 @@ type Options struct {
 	Now func() time.Time
 	// TimeZone is where the pages show times (web.time_zone); nil = the machine's zone.
 	TimeZone *time.Location
+	// MaxUploadSize bounds a file uploaded on the import page (web.max_upload_size);
+	// 0 = MaxUploadSizeDefault.
+	MaxUploadSize int64
 }
 
 // LoadTimeZone reads web.time_zone: an IANA zone name ("Europe/Oslo"), or "" for the
@@ -138,6 +150,10 @@ func New(b Backend, opts Options) (*Server, error) {
 	own.HandleFunc("GET /syncs", s.syncs)
 	own.HandleFunc("GET /syncs/{name}", s.sync)
 	own.HandleFunc("POST /syncs/{name}/run", s.runNow)
+	own.HandleFunc("GET /imports/new", s.importForm)
+	own.HandleFunc("POST /imports", s.upload)
+	own.HandleFunc("GET /imports/{token}", s.importPage)
+	own.HandleFunc("POST /imports/{token}", s.importAction)
 	own.HandleFunc("POST /status/pull", s.pullNow)
 	own.HandleFunc("POST /status/reconcile", s.reconcileNow)
 	own.HandleFunc("GET /forget", s.forgetForm)

@@ -481,3 +481,37 @@ func (p *Page) Download(selector, dir string) []byte {
 	}
 	return nil
 }
+
+// SetFiles puts files in the file input matching selector, as a person choosing them would.
+func (p *Page) SetFiles(selector string, files ...string) {
+	p.t.Helper()
+	var doc struct {
+		Root struct {
+			NodeID int64 `json:"nodeId"`
+		} `json:"root"`
+	}
+	p.must("DOM.getDocument", map[string]any{"depth": 0}, &doc)
+	var node struct {
+		NodeID int64 `json:"nodeId"`
+	}
+	p.must("DOM.querySelector", map[string]any{"nodeId": doc.Root.NodeID, "selector": selector}, &node)
+	if node.NodeID == 0 {
+		p.t.Fatalf("set files: nothing matches %s on %s", selector, p.URL())
+	}
+	abs := make([]string, len(files))
+	for i, f := range files {
+		a, err := filepath.Abs(f)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		abs[i] = a
+	}
+	p.must("DOM.setFileInputFiles", map[string]any{"nodeId": node.NodeID, "files": abs}, nil)
+}
+
+// OnEveryDocument runs the JavaScript source in every document the tab loads from now on,
+// before the document's own scripts (a test's watch for what a page must never do).
+func (p *Page) OnEveryDocument(source string) {
+	p.t.Helper()
+	p.must("Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": source}, nil)
+}

@@ -1,0 +1,89 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/subsync/subsync/sink"
+	"github.com/subsync/subsync/state"
+)
+
+// EnqueueStaged queues the import of a file staged before (state.Store.StageFile, as a file
+// uploaded on the import page is, on SQLite and Postgres alike): args.Path becomes the
+// staged file's name, and the staged copy is deleted when the run ends, or now when the
+// import cannot be queued.
+func (rt *Runtime) EnqueueStaged(ctx context.Context, args ImportArgs, staged state.StagedFile) (int64, error) {
+	args.Path, args.Source, args.Shared, args.StagedFile = staged.Name, "", false, staged.ID
+	if err := rt.checkImport(args); err != nil {
+		_ = rt.store.DeleteStaged(context.WithoutCancel(ctx), staged.ID)
+		return 0, err
+	}
+	return rt.insertImport(ctx, args)
+}
+
+// restoreStaged copies the staged file id to a temporary file in the data directory (its
+// staged folder), whose name ends in the original name (its extension tells the file's
+// kind); cleanup removes it.
+func (rt *Runtime) restoreStaged(ctx context.Context, id int64, name, prefix string) (string, func(), error) {
+	dir := rt.cfg.DataDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "staged")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", nil, fmt.Errorf("restore staged file: %w", err)
+	}
+	f, err := os.CreateTemp(dir, prefix+"-*-"+filepath.Base(name))
+	if err != nil {
+		return "", nil, fmt.Errorf("restore staged file: %w", err)
+	}
+	cleanup := func() { _ = os.Remove(f.Name()) }
+	_, err = rt.store.RestoreStaged(ctx, id, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("restore staged file: %w", err)
+	}
+	return f.Name(), cleanup, nil
+}
+
+// RestoreStaged is restoreStaged for the pages: a local copy of a staged file (an upload) to
+// read, and the function that removes it.
+func (rt *Runtime) RestoreStaged(ctx context.Context, f state.StagedFile) (string, func(), error) {
+	return rt.restoreStaged(ctx, f.ID, f.Name, "upload")
+}
+
+// ErrNoSuchList: the service answered that it has no such list.
+var ErrNoSuchList = errors.New("the service has no such list")
+
+// CheckList asks the service once whether it has the list: nil when it has, an error wrapping
+// ErrNoSuchList when it answers 404, another error when it cannot be asked (no credentials
+// here, the service unreachable).
+func (rt *Runtime) CheckList(ctx context.Context, listID int64) error {
+	if rt.sinkErr != nil {
+		return fmt.Errorf("subscriber service client: %w", rt.sinkErr)
+	}
+	_, err := rt.sink.List(ctx, listID)
+	var apiErr *sink.APIError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("list %d: %w", listID, ErrNoSuchList)
+	}
+	return fmt.Errorf("check list %d: %w", listID, err)
+}
+
+// Lists are the service's lists (for the import page's choice of list).
+func (rt *Runtime) Lists(ctx context.Context) ([]sink.List, error) {
+	if rt.sinkErr != nil {
+		return nil, fmt.Errorf("subscriber service client: %w", rt.sinkErr)
+	}
+	return rt.sink.Lists(ctx)
+}
