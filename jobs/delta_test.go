@@ -16,6 +16,7 @@ import (
 
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
@@ -71,8 +72,8 @@ func TestDeltaAndDryRun100k(t *testing.T) {
 		require.Len(t, changed, 1000)
 		require.NoError(t, os.WriteFile(path, out.Bytes(), 0o600))
 		_, err = rt.State().RecordStatusChanges(ctx, []state.StatusChange{
-			{Email: "person51@example.com", Status: state.StatusUnsubscribed, ListID: b.listID, ChangedAt: first.FinishedAt},
-			{Email: "person50@example.com", Status: state.StatusBounce, ListID: b.listID, ChangedAt: first.FinishedAt},
+			{Email: "person51@example.com", Status: sink.StatusUnsubscribed, ListID: b.listID, ChangedAt: first.FinishedAt},
+			{Email: "person50@example.com", Status: sink.StatusBounce, ListID: b.listID, ChangedAt: first.FinishedAt},
 		}, nil)
 		require.NoError(t, err)
 
@@ -163,7 +164,7 @@ a@example.com,A2,active,ja
 			"Status": {To: mapping.TargetStatus}, "Nyhetsbrev": {To: "SAMTYKKEEPOST"}}, Duplicates: mapping.DuplicatesFirst}
 		rt := b.open(t)
 		_, err := rt.State().RecordStatusChanges(ctx, []state.StatusChange{
-			{Email: "e@example.com", Status: state.StatusBounce, ListID: b.listID, ChangedAt: time.Now()},
+			{Email: "e@example.com", Status: sink.StatusBounce, ListID: b.listID, ChangedAt: time.Now()},
 		}, nil)
 		require.NoError(t, err)
 

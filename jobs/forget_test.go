@@ -19,6 +19,7 @@ import (
 
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sink/sinktest"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
@@ -59,7 +60,7 @@ func TestForget(t *testing.T) {
 		id, err = rt.EnqueueImport(ctx, jobs.ImportArgs{Path: dup, ListID: b.listID, Shared: true,
 			Mapping: &mapping.Spec{Duplicates: mapping.DuplicatesReject, OnInvalid: mapping.OnInvalidDrop}})
 		require.Equal(t, int64(1), waitRun(t, rt, id, err).Counts.Rejected)
-		_, err = st.RecordStatusChanges(ctx, []state.StatusChange{{Email: "person7@example.com", Status: state.StatusUnsubscribed,
+		_, err = st.RecordStatusChanges(ctx, []state.StatusChange{{Email: "person7@example.com", Status: sink.StatusUnsubscribed,
 			ListID: b.listID, ChangedAt: time.Now()}}, []string{jobs.WriteBackCSV})
 		require.NoError(t, err)
 		_, err = st.StageFile(ctx, "queued.csv", strings.NewReader("email\nperson1@example.com\nPERSON7@example.com\n"))
@@ -105,7 +106,7 @@ func TestForget(t *testing.T) {
 		require.NotContains(t, b.logs.String(), "person7", "no log line names the person")
 
 		// The feed still lists an old change of the person: it is not recorded.
-		_, err = st.RecordStatusChanges(ctx, []state.StatusChange{{Email: gone, Status: state.StatusBounce,
+		_, err = st.RecordStatusChanges(ctx, []state.StatusChange{{Email: gone, Status: sink.StatusBounce,
 			ListID: b.listID, ChangedAt: time.Now()}}, []string{jobs.WriteBackCSV})
 		require.NoError(t, err)
 		// The next sync and a re-import reject the row as erased, and keep no address.

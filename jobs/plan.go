@@ -9,6 +9,7 @@ import (
 
 	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/internal/rejectfile"
+	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
@@ -172,7 +173,7 @@ func (rt *Runtime) planRemovalRows(ctx context.Context, p *pipeline.Engine, s st
 	}{{moved, "the key came with a new address: the old one is unsubscribed"},
 		{absent, "not in the source any more: unsubscribed (from every list, one status per subscriber)"}} {
 		for _, e := range list.emails {
-			if err := row(PlanRow{Email: e, Action: PlanRemove, Status: state.StatusUnsubscribed, Reason: list.reason}); err != nil {
+			if err := row(PlanRow{Email: e, Action: PlanRemove, Status: sink.StatusUnsubscribed, Reason: list.reason}); err != nil {
 				return err
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sink/sinktest"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
@@ -32,7 +33,7 @@ func snapshot(emu *sinktest.Server) map[string]sinktest.Stored {
 func unsubscribedRows(emu *sinktest.Server) int {
 	n := 0
 	for _, r := range emu.Requests() {
-		if r.Path == sinktest.V2Prefix+"/subscribers/bulkinsert" && r.Status == 200 && r.Query.Get("status") == state.StatusUnsubscribed {
+		if r.Path == sinktest.V2Prefix+"/subscribers/bulkinsert" && r.Status == 200 && r.Query.Get("status") == sink.StatusUnsubscribed {
 			n += r.Rows
 		}
 	}
@@ -106,7 +107,7 @@ func TestRemovals(t *testing.T) {
 		require.Len(t, planned, 300)
 		for _, r := range planned {
 			require.True(t, gone[r.Email], r.Email)
-			require.Equal(t, state.StatusUnsubscribed, r.Status)
+			require.Equal(t, sink.StatusUnsubscribed, r.Status)
 		}
 
 		second, err := syncNow(jobs.SyncArgs{Name: "crm"})

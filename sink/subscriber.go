@@ -36,7 +36,9 @@ const (
 // ConsentFields lists the consent fields in the order the service documents them.
 var ConsentFields = []string{ConsentEmail, ConsentSMS, ConsentEmailAndSMS, ConsentPrivacyTerms}
 
-// Subscriber statuses. An unsubscribe and a bounce are distinct everywhere.
+// Subscriber statuses, as the service names them: the one declaration (the suppression list
+// in state holds StatusUnsubscribed and StatusBounce). An unsubscribe and a bounce are
+// distinct everywhere.
 const (
 	StatusActive       = "active"
 	StatusUnsubscribed = "unsubscribed"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/state"
 )
 
@@ -51,9 +52,9 @@ func TestPrune(t *testing.T) {
 
 		// The status log: an old change written back, an old one still pending, a recent one.
 		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
-			{Email: "done@example.no", Status: state.StatusUnsubscribed, ListID: 7, ChangedAt: now.Add(-400 * 24 * time.Hour)},
-			{Email: "pending@example.no", Status: state.StatusBounce, ListID: 7, ChangedAt: now.Add(-400 * 24 * time.Hour)},
-			{Email: "new@example.no", Status: state.StatusBounce, ListID: 7, ChangedAt: now.Add(-time.Hour)},
+			{Email: "done@example.no", Status: sink.StatusUnsubscribed, ListID: 7, ChangedAt: now.Add(-400 * 24 * time.Hour)},
+			{Email: "pending@example.no", Status: sink.StatusBounce, ListID: 7, ChangedAt: now.Add(-400 * 24 * time.Hour)},
+			{Email: "new@example.no", Status: sink.StatusBounce, ListID: 7, ChangedAt: now.Add(-time.Hour)},
 		}, []string{"crm"})
 		require.NoError(t, err)
 		due, err := s.DueWriteBacks(ctx, "crm", 0, 1)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/subsync/subsync/sink"
 )
 
 // RecordStatusChanges logs the changes not logged before (unique on e-mail, status, time and
@@ -68,9 +70,9 @@ ON CONFLICT (email, status, changed_at, list_id) DO NOTHING RETURNING id`,
 			added++
 			var ch bool
 			switch c.Status {
-			case StatusUnsubscribed, StatusBounce:
+			case sink.StatusUnsubscribed, sink.StatusBounce:
 				ch, err = suppress(ctx, tx, c.ListID, email, c.Status, c.ChangedAt)
-			case StatusActive:
+			case sink.StatusActive:
 				ch, err = unsuppress(ctx, tx, c.ListID, email, c.ChangedAt)
 			}
 			if err != nil {

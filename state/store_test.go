@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/internal/testdb"
+	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/state"
 )
 
@@ -733,10 +734,10 @@ func TestStatusChanges(t *testing.T) {
 		ctx := context.Background()
 		t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 		changes := []state.StatusChange{
-			{Email: "Kari@Example.no", Status: state.StatusUnsubscribed, ListID: 7, SubscriberID: 1, ChangedAt: t0},
-			{Email: "per@example.no", Status: state.StatusBounce, ListID: 7, SubscriberID: 2, ChangedAt: t0.Add(time.Second)},
-			{Email: "ola@example.no", Status: state.StatusUnsubscribed, ListID: 8, SubscriberID: 3, ChangedAt: t0},
-			{Email: "lise@example.no", Status: state.StatusUnsubscribed, ListID: state.AllLists, SubscriberID: 4, ChangedAt: t0},
+			{Email: "Kari@Example.no", Status: sink.StatusUnsubscribed, ListID: 7, SubscriberID: 1, ChangedAt: t0},
+			{Email: "per@example.no", Status: sink.StatusBounce, ListID: 7, SubscriberID: 2, ChangedAt: t0.Add(time.Second)},
+			{Email: "ola@example.no", Status: sink.StatusUnsubscribed, ListID: 8, SubscriberID: 3, ChangedAt: t0},
+			{Email: "lise@example.no", Status: sink.StatusUnsubscribed, ListID: state.AllLists, SubscriberID: 4, ChangedAt: t0},
 		}
 		added, err := s.RecordStatusChanges(ctx, changes, []string{"crm"})
 		require.NoError(t, err)
@@ -761,8 +762,8 @@ func TestStatusChanges(t *testing.T) {
 
 		// An older "active" does not lift a newer unsubscribe; a newer one does.
 		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
-			{Email: "kari@example.no", Status: state.StatusActive, ListID: 7, ChangedAt: t0.Add(-time.Hour)},
-			{Email: "per@example.no", Status: state.StatusActive, ListID: 7, ChangedAt: t0.Add(time.Hour)},
+			{Email: "kari@example.no", Status: sink.StatusActive, ListID: 7, ChangedAt: t0.Add(-time.Hour)},
+			{Email: "per@example.no", Status: sink.StatusActive, ListID: 7, ChangedAt: t0.Add(time.Hour)},
 		}, nil)
 		require.NoError(t, err)
 		sup, err = s.Suppressed(ctx, 7, []string{"kari@example.no", "per@example.no"})
@@ -772,7 +773,7 @@ func TestStatusChanges(t *testing.T) {
 		log, err := s.StatusChanges(ctx, "KARI@example.no", 0)
 		require.NoError(t, err)
 		require.Len(t, log, 2)
-		require.Equal(t, state.StatusActive, log[0].Status, "oldest first")
+		require.Equal(t, sink.StatusActive, log[0].Status, "oldest first")
 		require.Equal(t, t0, log[1].ChangedAt)
 
 		wbs, err := s.PendingWriteBacks(ctx, "crm", 0)
@@ -787,7 +788,7 @@ func TestStatusChanges(t *testing.T) {
 		require.Equal(t, "crm down", wbs[0].LastError)
 		require.Equal(t, 1, wbs[0].Attempts)
 
-		require.NoError(t, s.Suppress(ctx, []state.Suppression{{ListID: 9, Email: "x@example.no", Status: state.StatusBounce, ChangedAt: t0}}))
+		require.NoError(t, s.Suppress(ctx, []state.Suppression{{ListID: 9, Email: "x@example.no", Status: sink.StatusBounce, ChangedAt: t0}}))
 		require.Error(t, s.Suppress(ctx, []state.Suppression{{ListID: 9, Email: "y@example.no", Status: "active", ChangedAt: t0}}))
 	})
 }
@@ -968,10 +969,10 @@ func TestSuppressionSetAndVersion(t *testing.T) {
 
 		// Recording changes that suppress bumps the version in the same transaction.
 		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
-			{Email: "Kari@Example.no", Status: state.StatusUnsubscribed, ListID: 7, ChangedAt: t0},
-			{Email: "per@example.no", Status: state.StatusBounce, ListID: 7, ChangedAt: t0},
-			{Email: "ola@example.no", Status: state.StatusBounce, ListID: 8, ChangedAt: t0},
-			{Email: "lise@example.no", Status: state.StatusUnsubscribed, ListID: state.AllLists, ChangedAt: t0},
+			{Email: "Kari@Example.no", Status: sink.StatusUnsubscribed, ListID: 7, ChangedAt: t0},
+			{Email: "per@example.no", Status: sink.StatusBounce, ListID: 7, ChangedAt: t0},
+			{Email: "ola@example.no", Status: sink.StatusBounce, ListID: 8, ChangedAt: t0},
+			{Email: "lise@example.no", Status: sink.StatusUnsubscribed, ListID: state.AllLists, ChangedAt: t0},
 		}, nil)
 		require.NoError(t, err)
 		v1, err := s.SuppressionVersion(ctx)
@@ -983,17 +984,17 @@ func TestSuppressionSetAndVersion(t *testing.T) {
 		require.Equal(t, 4, set.Len(), "every list's: a status is the person's, not a list's")
 		st, ok := set.Status(state.EmailHash("kari@example.no"))
 		require.True(t, ok)
-		require.Equal(t, state.StatusUnsubscribed, st)
+		require.Equal(t, sink.StatusUnsubscribed, st)
 		st, ok = set.Status(state.EmailHash(" PER@example.no"))
 		require.True(t, ok)
-		require.Equal(t, state.StatusBounce, st, "an unsubscribe and a bounce stay distinct")
+		require.Equal(t, sink.StatusBounce, st, "an unsubscribe and a bounce stay distinct")
 		st, ok = set.Status(state.EmailHash("ola@example.no"))
 		require.True(t, ok, "bounced in list 8: suppressed in list 7 too")
-		require.Equal(t, state.StatusBounce, st)
+		require.Equal(t, sink.StatusBounce, st)
 
 		// The same changes again change nothing, not even the version.
 		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
-			{Email: "kari@example.no", Status: state.StatusUnsubscribed, ListID: 7, ChangedAt: t0},
+			{Email: "kari@example.no", Status: sink.StatusUnsubscribed, ListID: 7, ChangedAt: t0},
 		}, nil)
 		require.NoError(t, err)
 		v2, err := s.SuppressionVersion(ctx)
@@ -1002,7 +1003,7 @@ func TestSuppressionSetAndVersion(t *testing.T) {
 
 		// Lifting one bumps it.
 		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
-			{Email: "kari@example.no", Status: state.StatusActive, ListID: 7, ChangedAt: t0.Add(time.Hour)},
+			{Email: "kari@example.no", Status: sink.StatusActive, ListID: 7, ChangedAt: t0.Add(time.Hour)},
 		}, nil)
 		require.NoError(t, err)
 		v3, err := s.SuppressionVersion(ctx)
@@ -1012,9 +1013,9 @@ func TestSuppressionSetAndVersion(t *testing.T) {
 		counts, err := s.SuppressionCounts(ctx)
 		require.NoError(t, err)
 		require.Equal(t, []state.SuppressionCount{
-			{ListID: state.AllLists, Status: state.StatusUnsubscribed, Count: 1},
-			{ListID: 7, Status: state.StatusBounce, Count: 1},
-			{ListID: 8, Status: state.StatusBounce, Count: 1},
+			{ListID: state.AllLists, Status: sink.StatusUnsubscribed, Count: 1},
+			{ListID: 7, Status: sink.StatusBounce, Count: 1},
+			{ListID: 8, Status: sink.StatusBounce, Count: 1},
 		}, counts)
 	})
 }
@@ -1026,14 +1027,14 @@ func TestRecordReconciled(t *testing.T) {
 		ctx := context.Background()
 		t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 		_, err := s.RecordStatusChanges(ctx, []state.StatusChange{
-			{Email: "kari@example.no", Status: state.StatusUnsubscribed, ListID: 7, ChangedAt: t0},
+			{Email: "kari@example.no", Status: sink.StatusUnsubscribed, ListID: 7, ChangedAt: t0},
 		}, []string{"crm"})
 		require.NoError(t, err)
 		// A reconciliation sees Kari again (with the subscriber's own time), and Per, whom the
 		// feed missed, and Ola, who now bounces.
 		added, err := s.RecordReconciled(ctx, []state.StatusChange{
-			{Email: "kari@example.no", Status: state.StatusUnsubscribed, ListID: 7, ChangedAt: t0.Add(time.Minute)},
-			{Email: "per@example.no", Status: state.StatusBounce, ListID: 7, ChangedAt: t0},
+			{Email: "kari@example.no", Status: sink.StatusUnsubscribed, ListID: 7, ChangedAt: t0.Add(time.Minute)},
+			{Email: "per@example.no", Status: sink.StatusBounce, ListID: 7, ChangedAt: t0},
 		}, []string{"crm"})
 		require.NoError(t, err)
 		require.Equal(t, 1, added, "only what the suppression list lacks")
@@ -1054,7 +1055,7 @@ func TestWriteBackSummaries(t *testing.T) {
 		var changes []state.StatusChange
 		for i := range 5 {
 			// Recorded newest first: write-backs still come oldest first.
-			changes = append(changes, state.StatusChange{Email: fmt.Sprintf("p%d@example.no", i), Status: state.StatusBounce,
+			changes = append(changes, state.StatusChange{Email: fmt.Sprintf("p%d@example.no", i), Status: sink.StatusBounce,
 				ListID: 7, ChangedAt: t0.Add(-time.Duration(i) * time.Minute)})
 		}
 		_, err := s.RecordStatusChanges(ctx, changes, []string{"sql"})

@@ -6,13 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-)
 
-// Suppression statuses: a person in the suppression list is never made active by a sync.
-const (
-	StatusUnsubscribed = "unsubscribed"
-	StatusBounce       = "bounce"
-	StatusActive       = "active"
+	"github.com/subsync/subsync/sink"
 )
 
 // AllLists is the list id of a suppression that applies to every list.
@@ -22,7 +17,7 @@ const AllLists int64 = 0
 type Suppression struct {
 	ListID    int64 // AllLists for every list
 	Email     string
-	Status    string // StatusUnsubscribed or StatusBounce
+	Status    string // sink.StatusUnsubscribed or sink.StatusBounce
 	ChangedAt time.Time
 }
 
@@ -60,8 +55,8 @@ func suppressAll(ctx context.Context, tx *sql.Tx, entries []Suppression) error {
 
 // suppress records one suppression; it reports whether the list changed.
 func suppress(ctx context.Context, tx *sql.Tx, listID int64, email, status string, at time.Time) (bool, error) {
-	if status != StatusUnsubscribed && status != StatusBounce {
-		return false, fmt.Errorf("suppress: status %q is neither %q nor %q", status, StatusUnsubscribed, StatusBounce)
+	if status != sink.StatusUnsubscribed && status != sink.StatusBounce {
+		return false, fmt.Errorf("suppress: status %q is neither %q nor %q", status, sink.StatusUnsubscribed, sink.StatusBounce)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO subsync_suppression (list_id, email, status, changed_at)
 VALUES ($1, $2, $3, $4)
@@ -146,7 +141,7 @@ func (f *SuppressionSet) Version() int64 { return f.version }
 // Len is how many e-mails are suppressed.
 func (f *SuppressionSet) Len() int { return len(f.status) }
 
-// Status returns the suppressed status (StatusUnsubscribed or StatusBounce) of the e-mail
+// Status returns the suppressed status (sink.StatusUnsubscribed or sink.StatusBounce) of the e-mail
 // whose hash is given, and whether it is suppressed.
 func (f *SuppressionSet) Status(emailHash uint64) (string, bool) {
 	st, ok := f.status[emailHash]
@@ -175,10 +170,10 @@ func (s *Store) LoadSuppressions(ctx context.Context, listID int64) (*Suppressio
 			return nil, fmt.Errorf("load suppressions of list %d: %w", listID, err)
 		}
 		switch st { // share the constants rather than one string per row
-		case StatusUnsubscribed:
-			st = StatusUnsubscribed
-		case StatusBounce:
-			st = StatusBounce
+		case sink.StatusUnsubscribed:
+			st = sink.StatusUnsubscribed
+		case sink.StatusBounce:
+			st = sink.StatusBounce
 		}
 		f.status[EmailHash(email)] = st
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/state"
 )
 
@@ -19,8 +20,8 @@ func TestDueWriteBacks(t *testing.T) {
 		ctx := context.Background()
 		t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 		_, err := s.RecordStatusChanges(ctx, []state.StatusChange{
-			{Email: "ada@example.no", Status: state.StatusUnsubscribed, ListID: 7, ChangedAt: t0},
-			{Email: "bob@example.no", Status: state.StatusBounce, ListID: 7, ChangedAt: t0},
+			{Email: "ada@example.no", Status: sink.StatusUnsubscribed, ListID: 7, ChangedAt: t0},
+			{Email: "bob@example.no", Status: sink.StatusBounce, ListID: 7, ChangedAt: t0},
 		}, []string{"crm"})
 		require.NoError(t, err)
 		emails := func(wbs []state.WriteBack) []string {
@@ -43,13 +44,13 @@ func TestDueWriteBacks(t *testing.T) {
 
 		// A later change of Ada supersedes her unmatched one.
 		_, err = s.RecordStatusChanges(ctx, []state.StatusChange{
-			{Email: "ada@example.no", Status: state.StatusBounce, ListID: 7, ChangedAt: t0.Add(time.Hour)},
+			{Email: "ada@example.no", Status: sink.StatusBounce, ListID: 7, ChangedAt: t0.Add(time.Hour)},
 		}, []string{"crm"})
 		require.NoError(t, err)
 		due, err = s.DueWriteBacks(ctx, "crm", 0, 2)
 		require.NoError(t, err)
 		require.Equal(t, []string{"bob@example.no", "ada@example.no"}, emails(due))
-		require.Equal(t, state.StatusBounce, due[1].Change.Status, "Ada's later change, not the superseded one")
+		require.Equal(t, sink.StatusBounce, due[1].Change.Status, "Ada's later change, not the superseded one")
 		require.NoError(t, s.MarkWriteBacks(ctx, []int64{due[1].ID}, []int64{due[0].ID}))
 
 		due, err = s.DueWriteBacks(ctx, "crm", 0, 2)

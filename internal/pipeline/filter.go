@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/subsync/subsync/mapping"
+	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
@@ -338,7 +339,7 @@ func (f *filter) suppress(c *chunk) {
 func (f *filter) moveConsent(c *chunk, i int) {
 	r := &c.rows[i]
 	flags, from := f.track.member(c.emails[i], f.track.key(r))
-	if flags&memberMoved != 0 && r.Status != state.StatusUnsubscribed && r.Status != state.StatusBounce {
+	if flags&memberMoved != 0 && r.Status != sink.StatusUnsubscribed && r.Status != sink.StatusBounce {
 		if st, ok := f.sup.Status(from); ok {
 			r.Status = st
 			c.sources[i] = 0

@@ -117,7 +117,7 @@ func (e *Engine) Unsubscribe(ctx context.Context, st RosterStore, emails, droppe
 			for _, a := range batch {
 				rows = append(rows, sink.Subscriber{Email: a})
 			}
-			res, err := e.cfg.Sender.InsertBatch(ctx, sink.BulkOptions{ListID: e.cfg.ListID, Status: state.StatusUnsubscribed}, rows)
+			res, err := e.cfg.Sender.InsertBatch(ctx, sink.BulkOptions{ListID: e.cfg.ListID, Status: sink.StatusUnsubscribed}, rows)
 			rec.Requests, rec.Retries = int64(res.Requests), int64(res.Retries)
 			if err != nil {
 				return done, fmt.Errorf("unsubscribe people who left the source: %w", err)
