@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/subsync/subsync/internal/secret"
 )
 
 // Queues. With -queue postgres every measured run of subsync gets a database of its own,
@@ -58,7 +60,7 @@ func freshDatabase(serverURL string) (string, func(), error) {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
-		return "", nil, fmt.Errorf("connect to %s: %w", redactURL(serverURL), err)
+		return "", nil, fmt.Errorf("connect to %s: %w", secret.DSN("pgx", serverURL), err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
@@ -82,13 +84,4 @@ func freshDatabase(serverURL string) (string, func(), error) {
 		}
 	}
 	return u.String(), drop, nil
-}
-
-// redactURL is u without its password, for messages.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(a database URL)"
-	}
-	return u.Redacted()
 }
