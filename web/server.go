@@ -13,7 +13,9 @@
 // address and no secret). Every action is a POST carrying a CSRF token, and cross-origin
 // POSTs are refused. E-mail addresses are shown only to an authenticated user: without a
 // password (loopback), addresses are masked, the suppression search matches whole addresses
-// only, and the rejects download is refused. No page shows a secret of the configuration.
+// only, and the rejects download is refused; and a request is answered only when its Host
+// (and a POST's Origin) names a loopback host, against DNS rebinding. No page shows a
+// secret of the configuration.
 package web
 
 import (
@@ -31,6 +33,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -164,7 +167,55 @@ func New(b Backend, opts Options) (*Server, error) {
 	protect := http.NewCrossOriginProtection()
 	mux.Handle("/", s.authenticate(protect.Handler(pages)))
 	s.handler = mux
+	if s.opts.Password == "" {
+		s.handler = loopbackOnly(mux)
+	}
 	return s, nil
+}
+
+// loopbackOnly guards the pages served without a password (on loopback, as CheckAddr
+// demands) against DNS rebinding: a page of another site whose name was made to resolve to
+// 127.0.0.1 is same-origin for the browser, so it could read the pages and their CSRF token
+// and post the forms. Its requests name that site in Host, and in Origin when they post, so
+// a request is answered only when both name a loopback host: 421 otherwise.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		origin := r.Header.Get("Origin")
+		if origin != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			u, err := url.Parse(origin)
+			if err != nil || u.Host == "" {
+				http.Error(w, "the request's Origin is not a loopback address", http.StatusMisdirectedRequest)
+				return
+			}
+			if !loopbackHost(u.Host) {
+				host = u.Host
+			}
+		}
+		if !loopbackHost(host) {
+			http.Error(w, "without a password the pages answer only on a loopback address "+
+				"(localhost, 127.0.0.1, [::1]); the request was addressed to another name. "+
+				"To serve them under another name, set a password (SUBSYNC_WEB_PASSWORD, or web.password_file)",
+				http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host (name or address, with or without a port) is
+// localhost or a loopback address.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }

@@ -63,6 +63,10 @@ func (c client) do(method, path string, form url.Values, header map[string]strin
 		req.Header.Set("Authorization", c.auth)
 	}
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -143,6 +147,65 @@ func TestActionsNeedCSRFToken(t *testing.T) {
 	require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Basic")
 	resp, _ = c.do("GET", "/metrics", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "/metrics stays open for Prometheus")
+}
+
+// Without a password (loopback), a page answers only a request addressed to a loopback name:
+// a page of another site whose name was made to resolve to 127.0.0.1 (DNS rebinding) is
+// same-origin for the browser, could read the CSRF token and queue a sync, but its Host and
+// Origin name the other site. Such a request is refused and nothing is queued.
+func TestLoopbackRefusesForeignHost(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			d := setupDemo(t, backend)
+			pages, err := web.New(d.rt, web.Options{})
+			require.NoError(t, err)
+			srv := httptest.NewServer(pages)
+			defer srv.Close()
+			c := client{t: t, base: srv.URL}
+			port := srv.URL[strings.LastIndexByte(srv.URL, ':'):]
+			evil := "rebind.evil.example" + port
+
+			resp, body := c.do("GET", "/syncs", nil, map[string]string{"Host": evil})
+			require.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode, "a foreign Host is refused")
+			require.NotContains(t, body, `name="csrf"`)
+			require.Contains(t, body, "loopback")
+			for _, path := range []string{"/riverui/", "/metrics"} {
+				resp, _ = c.do("GET", path, nil, map[string]string{"Host": evil})
+				require.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode, path)
+			}
+
+			_, body = c.do("GET", "/syncs", nil, nil)
+			i := strings.Index(body, `name="csrf" value="`)
+			require.Positive(t, i)
+			token := body[i+len(`name="csrf" value="`):]
+			token = token[:strings.IndexByte(token, '"')]
+			form := url.Values{"csrf": {token}}
+			for _, h := range []map[string]string{
+				{"Host": evil, "Origin": "http://" + evil, "Sec-Fetch-Site": "same-origin"},
+				{"Host": evil},
+				{"Origin": "http://" + evil, "Sec-Fetch-Site": "same-origin"},
+			} {
+				resp, _ = c.do("POST", "/syncs/"+syncName+"/run", form, h)
+				require.Contains(t, []int{http.StatusMisdirectedRequest, http.StatusForbidden}, resp.StatusCode, h)
+			}
+			queued, err := d.rt.Jobs(t.Context())
+			require.NoError(t, err)
+			require.Empty(t, queued, "no foreign request queued a sync")
+
+			for _, host := range []string{"localhost" + port, "127.0.0.1" + port, "[::1]" + port} {
+				resp, _ = c.do("GET", "/syncs", nil, map[string]string{"Host": host})
+				require.Equal(t, http.StatusOK, resp.StatusCode, host)
+			}
+			resp, _ = c.do("POST", "/syncs/"+syncName+"/run", form,
+				map[string]string{"Host": "localhost" + port, "Origin": "http://localhost" + port, "Sec-Fetch-Site": "same-origin"})
+			require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+			queued, err = d.rt.Jobs(t.Context())
+			require.NoError(t, err)
+			require.Len(t, queued, 1)
+		})
+	}
 }
 
 // A run's rejects are listed RejectsPerPage at a time, in source order.
