@@ -220,6 +220,7 @@ SUBSYNC_API_KEY, SUBSYNC_USER_ID, SUBSYNC_DATABASE_URL.`,
 		a.runsCommand(),
 		a.pruneCommand(),
 		a.jobsCommand(),
+		a.tokensCommand(),
 		a.demoCommand(),
 		a.versionCommand(),
 	)
