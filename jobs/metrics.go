@@ -203,6 +203,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 func (rt *Runtime) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(RiverUIPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		riverUIHeaders(w.Header())
 		rt.uiOnce.Do(func() { rt.ui, rt.uiErr = rt.riverUI() })
 		if rt.uiErr != nil {
 			rt.log.ErrorContext(r.Context(), "river ui is unavailable", slog.Any("error", rt.uiErr))
