@@ -29,12 +29,7 @@ func (s *Server) parseTemplates() error {
 		"schedule": jobs.DescribeSchedule,
 		"duration": formatDuration,
 		"email":    func(authed bool, e string) string { return maskEmail(authed, e) },
-		"value": func(authed bool, v string) string {
-			if !authed && strings.Contains(v, "@") {
-				return maskEmail(false, v)
-			}
-			return v
-		},
+		"value":    maskValue,
 		"words":    jobs.DescribeRun,
 		"progress": func(r state.Run) *runProgress { return progressOf(r, s.opts.Now()) },
 		"capital": func(s string) string {
@@ -301,6 +296,21 @@ func formatDuration(d time.Duration) string {
 	default:
 		return d.Round(time.Second).String()
 	}
+}
+
+// maskValue shows a value of a row to an authenticated user, and otherwise masks an e-mail
+// address (secret.Email) and a phone number, or any value of five digits or more
+// (secret.Phone).
+func maskValue(authed bool, v string) string {
+	switch {
+	case authed:
+		return v
+	case strings.Contains(v, "@"):
+		return maskEmail(false, v)
+	case secret.LooksLikePhone(v):
+		return secret.Phone(v)
+	}
+	return v
 }
 
 // maskEmail shows an address to an authenticated user, and otherwise only secret.Email's

@@ -12,7 +12,7 @@
 // /metrics and /healthz stay open for Prometheus and load balancers (they carry no e-mail
 // address and no secret). Every action is a POST carrying a CSRF token, and cross-origin
 // POSTs are refused. E-mail addresses are shown only to an authenticated user: without a
-// password (loopback), addresses are masked, the suppression search matches whole addresses
+// password (loopback), addresses and phone numbers are masked, the suppression search matches whole addresses
 // only, and the rejects download is refused; and a request is answered only when its Host
 // (and a POST's Origin) names a loopback host, against DNS rebinding. No page shows a
 // secret of the configuration.

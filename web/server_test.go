@@ -103,6 +103,45 @@ func TestWithoutPasswordAddressesAreMasked(t *testing.T) {
 	require.NotContains(t, body, "Download all rejects")
 }
 
+// Without a password, a phone number is masked as an e-mail address is: a reject's value in a
+// phone column and the first reject of its code show only its first character and last two,
+// on the run page, on SQLite and Postgres.
+func TestWithoutPasswordPhonesAreMasked(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			d := setupDemo(t, backend)
+			const phone = "+47 912 34 56x"
+			path := filepath.Join(t.TempDir(), "phones.csv")
+			require.NoError(t, os.WriteFile(path, []byte("E-post;Mobil\nola@example.no;"+phone+"\n"), 0o600))
+			id, err := d.rt.EnqueueImport(t.Context(), jobs.ImportArgs{Path: path, ListID: d.listID})
+			require.NoError(t, err)
+			run, err := d.rt.Wait(t.Context(), id, nil)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), run.Counts.Rejected)
+
+			pages, err := web.New(d.rt, web.Options{})
+			require.NoError(t, err)
+			srv := httptest.NewServer(pages)
+			defer srv.Close()
+			c := client{t: t, base: srv.URL}
+			resp, body := c.do("GET", fmt.Sprintf("/runs/%d", run.ID), nil, nil)
+			require.Equal(t, 200, resp.StatusCode)
+			require.Contains(t, body, "invalid_phone")
+			require.False(t, strings.Contains(body, "912"), "the phone number is masked")
+			require.Contains(t, body, "&#43;***6x") // html/template writes + as &#43;
+
+			pages, err = web.New(d.rt, web.Options{Password: password})
+			require.NoError(t, err)
+			authed := httptest.NewServer(pages)
+			defer authed.Close()
+			_, body = client{t: t, base: authed.URL, auth: "Bearer " + password}.do("GET", fmt.Sprintf("/runs/%d", run.ID), nil, nil)
+			require.Contains(t, body, "&#43;47 912 34 56x", "shown to a signed-in user")
+		})
+	}
+}
+
 // Every action is a POST with the CSRF token of the pages; a cross-origin POST is refused
 // even with it. A script may authenticate with a Bearer token.
 func TestActionsNeedCSRFToken(t *testing.T) {

@@ -245,3 +245,25 @@ func Email(e string) string {
 	r := []rune(local)
 	return string(r[0]) + Personal + "@" + domain
 }
+
+// Phone hides a phone number from a reader who may not see it, as Email hides an address:
+// its first character and its last two stay ("+***67").
+func Phone(p string) string {
+	r := []rune(strings.TrimSpace(p))
+	if len(r) < 5 {
+		return Personal
+	}
+	return string(r[0]) + Personal + string(r[len(r)-2:])
+}
+
+// LooksLikePhone reports whether a value may be a phone number (or another long number of
+// a person's, such as a date of birth): five digits or more.
+func LooksLikePhone(v string) bool {
+	n := 0
+	for _, c := range v {
+		if c >= '0' && c <= '9' {
+			n++
+		}
+	}
+	return n >= 5
+}
