@@ -134,14 +134,9 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 			}
 			return fmt.Errorf("fetch status changes: %w", err)
 		}
-		recs := make([]state.StatusChange, len(feed.Changes))
-		for i, c := range feed.Changes {
-			if c.Email == "" {
-				return permanent(fmt.Errorf("fetch status changes: the feed names subscriber %d without an e-mail; "+
-					"subsync records changes by e-mail, so nothing of this answer was recorded", c.SubscriberID))
-			}
-			recs[i] = state.StatusChange{Email: c.Email, Status: c.Status, StatusMobile: c.StatusMobile,
-				ListID: c.ListID, SubscriberID: c.SubscriberID, ChangedAt: c.DateUpdated}
+		recs, err := statusRecords(feed.Changes)
+		if err != nil {
+			return err
 		}
 		added, err := rt.store.RecordStatusChanges(ctx, recs, targets)
 		if err != nil {
@@ -149,17 +144,11 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 		}
 		read, requests := len(recs), feed.Requests
 		if rt.cfg.StatusPull.Reconcile {
-			rec, err := rt.reconcile(ctx, from, to)
-			requests += rec.requests
+			n, reqs, err := rt.reconcileInPull(ctx, a, from, to, targets)
+			requests += reqs
 			if err != nil {
 				return err
 			}
-			n, err := rt.store.RecordReconciled(ctx, rec.found, targets)
-			if err != nil {
-				return err
-			}
-			a.log.InfoContext(ctx, "reconciled the suppression list", slog.Int("found", len(rec.found)), slog.Int("new", n))
-			a.warning = joinWarnings(a.warning, rec.warning)
 			read += n
 			added += n
 		}
@@ -186,6 +175,38 @@ func (w *StatusPullWorker) Work(ctx context.Context, job *river.Job[StatusPullAr
 		}
 		return gapErr
 	})
+}
+
+// statusRecords are the feed's changes as the store records them. A change without an
+// e-mail fails the pull for good: subsync records changes by e-mail.
+func statusRecords(changes []sink.StatusChange) ([]state.StatusChange, error) {
+	recs := make([]state.StatusChange, len(changes))
+	for i, c := range changes {
+		if c.Email == "" {
+			return nil, permanent(fmt.Errorf("fetch status changes: the feed names subscriber %d without an e-mail; "+
+				"subsync records changes by e-mail, so nothing of this answer was recorded", c.SubscriberID))
+		}
+		recs[i] = state.StatusChange{Email: c.Email, Status: c.Status, StatusMobile: c.StatusMobile,
+			ListID: c.ListID, SubscriberID: c.SubscriberID, ChangedAt: c.DateUpdated}
+	}
+	return recs, nil
+}
+
+// reconcileInPull is step 2 of a pull with Reconcile: it records the people every sync's list
+// holds as unsubscribed or bounced (updated since from), and returns how many were new and
+// how many requests it made.
+func (rt *Runtime) reconcileInPull(ctx context.Context, a *attempt, from, to time.Time, targets []string) (n, requests int, err error) {
+	rec, err := rt.reconcile(ctx, from, to)
+	if err != nil {
+		return 0, rec.requests, err
+	}
+	n, err = rt.store.RecordReconciled(ctx, rec.found, targets)
+	if err != nil {
+		return 0, rec.requests, err
+	}
+	a.log.InfoContext(ctx, "reconciled the suppression list", slog.Int("found", len(rec.found)), slog.Int("new", n))
+	a.warning = joinWarnings(a.warning, rec.warning)
+	return n, rec.requests, nil
 }
 
 // onceCounts turns what this attempt read (read changes, added of them new) into the delta

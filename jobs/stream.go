@@ -139,20 +139,8 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		load = rt.loadFingerprints(ctx, s.listID)
 		defer load.stop() // done by then, unless prepare failed first
 	}
-	src := s.sourceConfig()
-	var r sources.Reader
-	var err error
-	if s.opening != nil {
-		r, err = s.opening.wait(ctx)
-	} else {
-		r, err = sources.Open(ctx, src)
-	}
+	r, err := s.open(ctx)
 	if err != nil {
-		err = fmt.Errorf("source: %w", err)
-		if !isSQL(s.source) {
-			// A file that is missing, unreadable or not what it claims stays so: fail now.
-			err = permanent(err)
-		}
 		return cfg, nil, err
 	}
 	ok := false
@@ -168,41 +156,9 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	if err != nil {
 		return cfg, nil, err
 	}
-
-	var spec mapping.Spec
-	if s.mapping != nil {
-		spec = *s.mapping
-	}
-	prep, err := PrepareSpec(ctx, spec, src, r.Header())
+	m, err := rt.compileMapping(ctx, log, s, r.Header(), dryRun)
 	if err != nil {
-		return cfg, nil, permanent(fmt.Errorf("source: %w", err))
-	}
-	spec, unplaced := prep.Spec, prep.Unplaced
-	for _, c := range prep.Choices {
-		log.InfoContext(ctx, "column chosen by its data", slog.String("target", c.Target), slog.String("column", c.Column),
-			slog.Any("alternatives", c.Alternatives))
-	}
-	for _, d := range prep.Dates {
-		log.InfoContext(ctx, "date order of a column", slog.String("column", d.Column), slog.String("order", cmp.Or(d.Order, "undecided")),
-			slog.String("reason", d.Reason))
-	}
-	resolve := mapping.Resolve
-	if dryRun {
-		resolve = mapping.ResolveDryRun
-	}
-	fields, err := resolve(ctx, rt.sink, spec)
-	if err != nil {
-		return cfg, nil, fmt.Errorf("resolve custom fields: %w", err)
-	}
-	for _, f := range fields.Created() {
-		log.InfoContext(ctx, "created custom field", slog.String("label", f.Label), slog.String("slot", f.Value))
-	}
-	m, err := mapping.Compile(spec, r.Header(), fields)
-	if err != nil {
-		return cfg, nil, permanent(fmt.Errorf("mapping: %w", err))
-	}
-	if len(unplaced) > 0 || len(m.Unplaced()) > 0 {
-		log.WarnContext(ctx, "columns not sent (neither mapped nor ignored)", slog.Any("columns", m.Unplaced()))
+		return cfg, nil, err
 	}
 	fps := state.NewFingerprintSet(s.listID)
 	var held *pipeline.Held
@@ -248,6 +204,68 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	withLearnt(&cfg, learnt)
 	ok = true
 	return cfg, r, nil
+}
+
+// open opens the run's source (or waits for the opening begun in the background). A file
+// that is missing, unreadable or not what it claims stays so: its error is permanent.
+func (s streamSpec) open(ctx context.Context) (sources.Reader, error) {
+	var r sources.Reader
+	var err error
+	if s.opening != nil {
+		r, err = s.opening.wait(ctx)
+	} else {
+		r, err = sources.Open(ctx, s.sourceConfig())
+	}
+	if err != nil {
+		err = fmt.Errorf("source: %w", err)
+		if !isSQL(s.source) {
+			err = permanent(err)
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+// compileMapping makes the run's mapping for the source's header: the spec completed by the
+// automatic mapping and the columns' data (each choice logged), the service's custom fields
+// resolved (missing ones created unless dryRun), compiled.
+func (rt *Runtime) compileMapping(ctx context.Context, log *slog.Logger, s streamSpec, header []string, dryRun bool) (*mapping.Mapper, error) {
+	var spec mapping.Spec
+	if s.mapping != nil {
+		spec = *s.mapping
+	}
+	prep, err := PrepareSpec(ctx, spec, s.sourceConfig(), header)
+	if err != nil {
+		return nil, permanent(fmt.Errorf("source: %w", err))
+	}
+	spec, unplaced := prep.Spec, prep.Unplaced
+	for _, c := range prep.Choices {
+		log.InfoContext(ctx, "column chosen by its data", slog.String("target", c.Target), slog.String("column", c.Column),
+			slog.Any("alternatives", c.Alternatives))
+	}
+	for _, d := range prep.Dates {
+		log.InfoContext(ctx, "date order of a column", slog.String("column", d.Column), slog.String("order", cmp.Or(d.Order, "undecided")),
+			slog.String("reason", d.Reason))
+	}
+	resolve := mapping.Resolve
+	if dryRun {
+		resolve = mapping.ResolveDryRun
+	}
+	fields, err := resolve(ctx, rt.sink, spec)
+	if err != nil {
+		return nil, fmt.Errorf("resolve custom fields: %w", err)
+	}
+	for _, f := range fields.Created() {
+		log.InfoContext(ctx, "created custom field", slog.String("label", f.Label), slog.String("slot", f.Value))
+	}
+	m, err := mapping.Compile(spec, header, fields)
+	if err != nil {
+		return nil, permanent(fmt.Errorf("mapping: %w", err))
+	}
+	if len(unplaced) > 0 || len(m.Unplaced()) > 0 {
+		log.WarnContext(ctx, "columns not sent (neither mapped nor ignored)", slog.Any("columns", m.Unplaced()))
+	}
+	return m, nil
 }
 
 // stream runs the pipeline of an import or sync run from the run's checkpoint. It returns the

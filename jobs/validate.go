@@ -56,38 +56,7 @@ func (c Config) Validate() error {
 		p.Add("LeaseTTL", c.LeaseTTL.String(), "must be at least 100ms")
 	}
 
-	seen := map[string]bool{}
-	for i, s := range c.Syncs {
-		key := fmt.Sprintf("Syncs[%d]", i)
-		switch {
-		case s.Name == "":
-			p.Add(key+".Name", "", "missing")
-		case !nameRE.MatchString(s.Name):
-			p.Add(key+".Name", s.Name, "use letters, digits, '-', '_' and '.' only")
-		case seen[s.Name]:
-			p.Add(key+".Name", s.Name, "already used by an earlier sync")
-		}
-		seen[s.Name] = true
-		checkSchedule(&p, key, s.Schedule, s.TimeZone)
-		if _, tzErr := time.LoadLocation(s.TimeZone); tzErr == nil && s.VerifyEvery != "" {
-			if _, err := ParseSchedule(s.VerifyEvery, s.TimeZone); err != nil {
-				p.Add(key+".VerifyEvery", s.VerifyEvery, "%s", scheduleReason(s.VerifyEvery))
-			}
-		}
-		if s.ListID <= 0 {
-			p.Add(key+".ListID", listValue(s.ListID), "missing: the id of the subscriber list to sync into")
-		}
-		p.Nest(key+".Source", s.Source.Validate())
-		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdateKeepStatus {
-			p.Add(key+".Suppression", s.Suppression, "want %q or %q", SuppressionSkip, SuppressionUpdateKeepStatus)
-		}
-		if s.Removed != RemovedKeep && s.Removed != RemovedUnsubscribe {
-			p.Add(key+".Removed", s.Removed, "want %q or %q", RemovedKeep, RemovedUnsubscribe)
-		}
-		if _, err := RemovalLimit(s.MaxRemovals, 0); err != nil {
-			p.Add(key+".MaxRemovals", s.MaxRemovals, "%v", err)
-		}
-	}
+	validateSyncs(&p, c.Syncs)
 	for _, name := range slices.Sorted(maps.Keys(c.Sources)) {
 		key := "Sources[" + name + "]"
 		if !nameRE.MatchString(name) {
@@ -109,6 +78,43 @@ func (c Config) Validate() error {
 	p.Nest("StatusPull.WriteBack", st.WriteBack.validate())
 	checkSchedule(&p, "Retention", c.Retention.Schedule, c.Retention.TimeZone)
 	return p.Err()
+}
+
+// validateSyncs checks every sync: a name used once, its schedules, list, source and
+// policies.
+func validateSyncs(p *check.Problems, syncs []SyncSpec) {
+	seen := map[string]bool{}
+	for i, s := range syncs {
+		key := fmt.Sprintf("Syncs[%d]", i)
+		switch {
+		case s.Name == "":
+			p.Add(key+".Name", "", "missing")
+		case !nameRE.MatchString(s.Name):
+			p.Add(key+".Name", s.Name, "use letters, digits, '-', '_' and '.' only")
+		case seen[s.Name]:
+			p.Add(key+".Name", s.Name, "already used by an earlier sync")
+		}
+		seen[s.Name] = true
+		checkSchedule(p, key, s.Schedule, s.TimeZone)
+		if _, tzErr := time.LoadLocation(s.TimeZone); tzErr == nil && s.VerifyEvery != "" {
+			if _, err := ParseSchedule(s.VerifyEvery, s.TimeZone); err != nil {
+				p.Add(key+".VerifyEvery", s.VerifyEvery, "%s", scheduleReason(s.VerifyEvery))
+			}
+		}
+		if s.ListID <= 0 {
+			p.Add(key+".ListID", listValue(s.ListID), "missing: the id of the subscriber list to sync into")
+		}
+		p.Nest(key+".Source", s.Source.Validate())
+		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdateKeepStatus {
+			p.Add(key+".Suppression", s.Suppression, "want %q or %q", SuppressionSkip, SuppressionUpdateKeepStatus)
+		}
+		if s.Removed != RemovedKeep && s.Removed != RemovedUnsubscribe {
+			p.Add(key+".Removed", s.Removed, "want %q or %q", RemovedKeep, RemovedUnsubscribe)
+		}
+		if _, err := RemovalLimit(s.MaxRemovals, 0); err != nil {
+			p.Add(key+".MaxRemovals", s.MaxRemovals, "%v", err)
+		}
+	}
 }
 
 func (w WriteBackSpec) validate() error {
