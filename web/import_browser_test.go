@@ -30,11 +30,13 @@ document.addEventListener('securitypolicyviolation', (e) => window.__violations.
 }
 
 // noScriptRan checks that nothing the page shows ran or became an element: no alert, no CSP
-// violation, no <img src=x>, no inline script (the pages' one script is /static/live.js).
+// violation, no <img src=x>, no inline script (the pages' one script is /static/live.js), no
+// element with an event handler attribute (onerror, onload…).
 func noScriptRan(t *testing.T, p *browser.Page) {
 	t.Helper()
-	require.Equal(t, `[[],[],0,0]`, string(p.Eval(`[window.__alerts, window.__violations,
-  document.querySelectorAll('img[src="x"]').length, document.querySelectorAll('script:not([src="/static/live.js"])').length]`)),
+	require.Equal(t, `[[],[],0,0,0]`, string(p.Eval(`[window.__alerts, window.__violations,
+  document.querySelectorAll('img[src="x"]').length, document.querySelectorAll('script:not([src="/static/live.js"])').length,
+  Array.from(document.querySelectorAll('*')).filter(e => Array.from(e.attributes).some(a => a.name.startsWith('on'))).length]`)),
 		"on %s", p.URL())
 }
 

@@ -515,3 +515,11 @@ func (p *Page) OnEveryDocument(source string) {
 	p.t.Helper()
 	p.must("Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": source}, nil)
 }
+
+// BypassCSP makes the tab ignore the pages' Content-Security-Policy from its next load on, so
+// that a test sees what the markup alone would do: escaping is checked apart from the policy
+// that would otherwise stop an injected script.
+func (p *Page) BypassCSP() {
+	p.t.Helper()
+	p.must("Page.setBypassCSP", map[string]any{"enabled": true}, nil)
+}
