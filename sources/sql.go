@@ -337,7 +337,8 @@ type dbSource struct {
 func openDatabaseSQL(ctx context.Context, opts SQLOptions) (*dbSource, []string, error) {
 	db, err := sql.Open(databaseSQLDriver(opts.Driver), opts.DSN)
 	if err != nil {
-		return nil, nil, err
+		// The driver could not read the DSN: it will not read it better next time.
+		return nil, nil, fmt.Errorf("dsn: %w", &invalidDSNError{err})
 	}
 	s := &dbSource{db: db}
 	// One connection, held: the pragma below and the transaction must share it.

@@ -16,7 +16,8 @@ var ErrQueryRefused = errors.New("the source query must be one SELECT (or WITH â
 
 // ErrQueryNeverSucceeds is wrapped by the error of a source query that no retry can fix: it
 // is refused (ErrQueryRefused), or the database answered it with a syntax error, a missing
-// table or column, a refused write or a missing privilege.
+// table or column, a refused write, a missing privilege or a refused user or password; or its
+// DSN cannot be read.
 var ErrQueryNeverSucceeds = errors.New("the source query can never succeed")
 
 // writeWords are the words that, outside string literals, quoted identifiers and comments,
@@ -299,22 +300,36 @@ func contains(words []string, w string) bool {
 	return false
 }
 
+// invalidDSNError is a DSN the driver cannot read.
+type invalidDSNError struct{ err error }
+
+func (e *invalidDSNError) Error() string { return e.err.Error() }
+func (e *invalidDSNError) Unwrap() error { return e.err }
+
 // neverSucceeds reports whether the database answered the query in a way no retry changes: a
-// syntax error, a missing table or column, a refused write, a missing privilege.
+// syntax error, a missing table or column, a refused write, a missing privilege, a refused
+// user or password; or the DSN could not be read.
 func neverSucceeds(err error) bool {
 	if errors.Is(err, ErrQueryNeverSucceeds) {
 		return true
 	}
+	var dsnErr *invalidDSNError
+	var pgParse *pgconn.ParseConfigError
+	if errors.As(err, &dsnErr) || errors.As(err, &pgParse) {
+		return true // a DSN the driver cannot read
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		// Class 42: syntax error or access rule violation; 25006: read-only transaction;
-		// class 0A: feature not supported.
-		return strings.HasPrefix(pgErr.Code, "42") || pgErr.Code == "25006" || strings.HasPrefix(pgErr.Code, "0A")
+		// class 0A: feature not supported; class 28: the user or password refused.
+		return strings.HasPrefix(pgErr.Code, "42") || pgErr.Code == "25006" || strings.HasPrefix(pgErr.Code, "0A") ||
+			strings.HasPrefix(pgErr.Code, "28")
 	}
 	var myErr *mysql.MySQLError
 	if errors.As(err, &myErr) {
 		switch myErr.Number {
-		case 1044, // access denied to the database
+		case 1045, // access denied for the user: a wrong password or user name
+			1044, // access denied to the database
 			1054, // unknown column
 			1064, // syntax error
 			1142, // command denied
