@@ -57,7 +57,8 @@ func hostileMembers(t *testing.T, path string, round, n int) {
 // the suppression page, the erasure page's check and its error, the upload and import pages)
 // shows them as text, in Chromium with the Content-Security-Policy bypassed, so that the
 // escaping alone is tested: no alert, no element made from the data, no script but the
-// pages' own.
+// pages' own. An HTML document uploaded is read as a CSV (its line a column, shown as text),
+// never served back as a page.
 func TestHostileDataShownAsText(t *testing.T) {
 	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
@@ -185,6 +186,18 @@ func TestHostileDataShownAsText(t *testing.T) {
 			require.Contains(t, p.Texts("#preview-rows tbody tr"), "2\tperson1@example.no\t"+hostileName+"\tRunde2")
 			require.Regexp(t, `^3\tE-post\t`+regexp.QuoteMeta(hostileName)+`\tinvalid_email\t`, p.Text("#preview-rejects tbody tr"))
 			p.Screenshot(filepath.Join(shots, "hostile-import.png"))
+
+			// An HTML document uploaded is read as what it says it is, never served back as HTML.
+			page := filepath.Join(t.TempDir(), "page.html")
+			require.NoError(t, os.WriteFile(page, []byte("<html><body><script>alert(7)</script><img src=x onerror=alert(8)></body></html>\n"), 0o600))
+			visit("/imports/new")
+			p.SetFiles("#file", page)
+			p.Click("#upload-form button")
+			noScriptRan(t, p)
+			require.Contains(t, p.Text("#found"), "Kind\tCSV text")
+			require.Equal(t, []string{"<html><body><script>alert(7)</script><img src=x onerror=alert(8)></body></html>"},
+				evalStrings(t, p, `Array.from(document.querySelectorAll('#columns tbody tr td:first-child'), td => td.innerText)`),
+				"its line read as a header, shown as text")
 		})
 	}
 }
