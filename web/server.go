@@ -1,10 +1,21 @@
-// Package web serves subsync's pages on the worker's listener: runs (with their rejects and
-// a CSV download), syncs (schedules, next and last run, "run now"), the suppression list and
-// health, beside River UI, /metrics and /healthz.
+// Package web serves subsync's pages on the worker's listener, beside River UI, /metrics
+// and /healthz: the runs (live while one runs) and each run's whole story (counts in the words
+// of its kind, rejects by code and paged with their downloads, values dropped, columns not
+// sent, people a sync unsubscribed), the syncs (schedules in words, "Run now", the status
+// pull's "Pull statuses now" and "Reconcile now") and each sync's page (its last 30 runs as
+// a chart drawn on the server, and a table), the import from the browser (/imports/new:
+// upload, what was found, the columns with samples and a target each, preview, the mapping
+// file, import), the erasure (/forget: the dry run, then the erasure), the suppression list
+// and health. docs/operations.md describes them for users.
 //
-// The pages are rendered on the server with html/template from embedded templates and one
-// stylesheet: no JavaScript, no build step. They read the state database through the jobs
-// runtime, so they work on SQLite and Postgres alike.
+// The pages are rendered on the server with html/template from embedded templates, one
+// stylesheet and one small script (static/live.js, which fetches a live page again and swaps
+// its changing parts; no build step, no inline script). They read the state database through
+// the jobs runtime, so they work on SQLite and Postgres alike. Times are shown in
+// Options.TimeZone. Everything that comes from a file, a database or the service is escaped
+// by html/template (never template.HTML); an uploaded file is staged and read, never served
+// back; every answer carries a Content-Security-Policy without inline scripts or styles,
+// frame-ancestors 'none', X-Frame-Options, nosniff and no referrer.
 //
 // Safety: the listener binds loopback unless configured otherwise, and [CheckAddr] refuses
 // any other address without a password. With a password, every page and River UI answer 401
