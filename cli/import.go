@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
@@ -82,8 +83,8 @@ command then, naming api.base_url and the cause; Ctrl-C while waiting cancels th
 			case file != "" && sourceName != "":
 				return usagef("give a FILE or --source NAME, not both")
 			}
-			if !slices.Contains([]string{jobs.SuppressionSkip, jobs.SuppressionUpdateKeepStatus}, suppression) {
-				return usagef("--suppression %q: want skip or update-keep-status", suppression)
+			if err := pipeline.CheckSuppression(suppression); err != nil {
+				return usagef("--suppression %q: %v", suppression, err)
 			}
 			if !slices.Contains([]string{"", "replace", "merge"}, tag) {
 				return usagef("--tag %q: want replace or merge", tag)
@@ -150,7 +151,7 @@ command then, naming api.base_url and the cause; Ctrl-C while waiting cancels th
 	f.StringVar(&mappingFile, "mapping", "", "mapping file (TOML); default: columns mapped by their names")
 	f.StringVar(&sourceName, "source", "", "import the configured source [sources.NAME] instead of a file")
 	f.BoolVar(&shared, "shared-path", false, "every worker reads FILE at this path: do not copy it into the database")
-	f.StringVar(&suppression, "suppression", jobs.SuppressionSkip, "rows of people who unsubscribed or bounced: skip, or update-keep-status (sent with their suppressed status)")
+	f.StringVar(&suppression, "suppression", pipeline.SuppressionSkip, "rows of people who unsubscribed or bounced: skip, or update-keep-status (sent with their suppressed status)")
 	f.StringVar(&tag, "tag", "", "tags of rows that carry tags: replace (default) or merge")
 	f.BoolVar(&wait, "wait", false, "follow the run to its end (and work it here when no worker is running)")
 	dry.add(cmd)

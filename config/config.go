@@ -61,13 +61,6 @@ const (
 // (worker.metrics_address, status.schedule).
 const Off = "off"
 
-// Suppression policies (jobs.SuppressionSkip, the default, and
-// jobs.SuppressionUpdateKeepStatus), as a sync's suppression key names them.
-const (
-	SuppressionSkip             = jobs.SuppressionSkip
-	SuppressionUpdateKeepStatus = jobs.SuppressionUpdateKeepStatus
-)
-
 // Source kinds, as sources names them.
 const (
 	KindCSV  = sources.KindCSV
@@ -169,7 +162,8 @@ type Sync struct {
 	// Mapping is a mapping file name or an inline table. Left out: columns are mapped
 	// automatically by their names.
 	Mapping Mapping `toml:"mapping"`
-	// Suppression is SuppressionSkip (default) or SuppressionUpdateKeepStatus.
+	// Suppression is the suppression policy: pipeline.SuppressionSkip (default) or
+	// pipeline.SuppressionUpdateKeepStatus.
 	Suppression string `toml:"suppression"`
 	// VerifyEvery is a schedule (as Schedule, in TimeZone) of verifying runs of the sync
 	// (`subsync sync NAME --verify`). Empty = never on its own.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subsync/subsync/config"
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/sink"
 )
@@ -386,7 +387,7 @@ path = "in/Contacts.XLSX"
 	require.Equal(t, filepath.Join(dir, "in", "Contacts.XLSX"), s.Source.Path)
 	require.Equal(t, 0, s.Source.HeaderRow, "0: the first non-empty row")
 	require.Equal(t, jobs.TimeZoneDefault, s.TimeZone)
-	require.Equal(t, config.SuppressionSkip, s.Suppression)
+	require.Equal(t, pipeline.SuppressionSkip, s.Suppression)
 	require.True(t, s.Mapping.IsZero())
 	require.Equal(t, config.Off, cfg.Worker.MetricsAddress)
 	require.Equal(t, config.Off, cfg.Status.Schedule)
@@ -535,7 +536,7 @@ path = "changes.csv"
 	require.Equal(t, "news", s.Name)
 	require.Equal(t, "Europe/Oslo", s.TimeZone)
 	require.Equal(t, int64(12), s.ListID)
-	require.Equal(t, jobs.SuppressionUpdateKeepStatus, s.Suppression)
+	require.Equal(t, pipeline.SuppressionUpdateKeepStatus, s.Suppression)
 	require.Equal(t, filepath.Join(filepath.Dir(path), "news.csv"), s.Source.Path)
 	require.Equal(t, ";", s.Source.Delimiter)
 	require.Equal(t, "email", s.Mapping.Columns["E-post"].To)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/subsync/subsync/internal/check"
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
@@ -33,7 +34,7 @@ func (c *Config) setDefaults() {
 	for i := range c.Syncs {
 		s := &c.Syncs[i]
 		s.TimeZone = cmp.Or(s.TimeZone, jobs.TimeZoneDefault)
-		s.Suppression = cmp.Or(s.Suppression, jobs.SuppressionSkip)
+		s.Suppression = cmp.Or(s.Suppression, pipeline.SuppressionSkip)
 		s.Removed = cmp.Or(s.Removed, jobs.RemovedKeep)
 		s.MaxRemovals = cmp.Or(s.MaxRemovals, RemovalLimit(jobs.MaxRemovalsDefault))
 		src := &s.Source

@@ -29,18 +29,6 @@ const (
 	SQLiteFile = "subsync.db"
 )
 
-// Suppression policies of a sync or an import: what happens to a row whose e-mail is in the
-// suppression list (the person unsubscribed or bounced). Under either, such a row is never
-// pushed as active, and it is counted as suppressed.
-const (
-	// SuppressionSkip leaves the row out of the push. The default.
-	SuppressionSkip = pipeline.SuppressionSkip
-	// SuppressionUpdateKeepStatus pushes the row's data through bulkinsert's status form with
-	// the suppressed status (status=unsubscribed or status=bounce, one batch per status), so
-	// names and fields stay current and the service keeps the person unsubscribed or bounced.
-	SuppressionUpdateKeepStatus = pipeline.SuppressionUpdateKeepStatus
-)
-
 // Write-back kinds: where a status pull writes the changes it found.
 const (
 	// WriteBackSQL runs a statement against the source database, once per change, all of a
@@ -117,7 +105,8 @@ type SyncSpec struct {
 	Source sources.Config
 	// Mapping maps the source's columns; nil = by column names (mapping.Auto).
 	Mapping *mapping.Spec
-	// Suppression is SuppressionSkip (default) or SuppressionUpdateKeepStatus.
+	// Suppression is the suppression policy: pipeline.SuppressionSkip (default) or
+	// pipeline.SuppressionUpdateKeepStatus.
 	Suppression string
 	// Removed is what becomes of people the sync delivered before and a complete read of its
 	// source no longer contains: RemovedKeep (default) or RemovedUnsubscribe.
@@ -223,7 +212,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.Syncs = slices.Clone(c.Syncs) // the caller's slice is theirs (and may be shared)
 	for i := range c.Syncs {
-		c.Syncs[i].Suppression = cmp.Or(c.Syncs[i].Suppression, SuppressionSkip)
+		c.Syncs[i].Suppression = cmp.Or(c.Syncs[i].Suppression, pipeline.SuppressionSkip)
 		c.Syncs[i].Removed = cmp.Or(c.Syncs[i].Removed, RemovedKeep)
 		c.Syncs[i].MaxRemovals = cmp.Or(c.Syncs[i].MaxRemovals, MaxRemovalsDefault)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
@@ -170,7 +171,7 @@ a@example.com,A2,active,ja
 
 		var rowsOf []jobs.PlanRow
 		plan, err := rt.PlanImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID, Mapping: spec,
-			Suppression: jobs.SuppressionUpdateKeepStatus}, func(r jobs.PlanRow) error {
+			Suppression: pipeline.SuppressionUpdateKeepStatus}, func(r jobs.PlanRow) error {
 			rowsOf = append(rowsOf, r)
 			return nil
 		})
@@ -193,7 +194,7 @@ a@example.com,A2,active,ja
 
 		// The real import sends the same, one request per status.
 		id, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID, Mapping: spec,
-			Suppression: jobs.SuppressionUpdateKeepStatus})
+			Suppression: pipeline.SuppressionUpdateKeepStatus})
 		run := waitRun(t, rt, id, err)
 		require.Equal(t, plan.Counts.Sent, run.Counts.Sent)
 		require.Equal(t, plan.Counts.Suppressed, run.Counts.Suppressed)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
@@ -52,7 +53,8 @@ type ImportArgs struct {
 	Mapping *mapping.Spec `json:"mapping,omitempty"`
 	// Tag is bulkinsert's tag mode: replace (default) or merge.
 	Tag string `json:"tag,omitempty"`
-	// Suppression is SuppressionSkip (default) or SuppressionUpdateKeepStatus.
+	// Suppression is the suppression policy: pipeline.SuppressionSkip (default) or
+	// pipeline.SuppressionUpdateKeepStatus.
 	Suppression string `json:"suppression,omitempty"`
 }
 
@@ -108,10 +110,8 @@ func (rt *Runtime) checkImport(args ImportArgs) error {
 	if (args.Path == "") == (args.Source == "") {
 		return errors.New("import: give either a file or a source name")
 	}
-	switch args.Suppression {
-	case "", SuppressionSkip, SuppressionUpdateKeepStatus:
-	default:
-		return fmt.Errorf("import: suppression %q: want %q or %q", args.Suppression, SuppressionSkip, SuppressionUpdateKeepStatus)
+	if err := pipeline.CheckSuppression(args.Suppression); err != nil {
+		return fmt.Errorf("import: suppression %q: %w", args.Suppression, err)
 	}
 	if args.Source != "" {
 		if _, ok := rt.cfg.Sources[args.Source]; !ok {
@@ -124,7 +124,7 @@ func (rt *Runtime) checkImport(args ImportArgs) error {
 // insertImport queues the job; when it cannot, its staged file goes.
 func (rt *Runtime) insertImport(ctx context.Context, args ImportArgs) (int64, error) {
 	if args.Suppression == "" {
-		args.Suppression = SuppressionSkip
+		args.Suppression = pipeline.SuppressionSkip
 	}
 	res, err := rt.q.Insert(ctx, args, nil)
 	if err != nil {

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"fmt"
@@ -104,13 +105,10 @@ func (rt *Runtime) PlanImport(ctx context.Context, args ImportArgs, row func(Pla
 	if (args.Path == "") == (args.Source == "") {
 		return Plan{}, fmt.Errorf("import: give either a file or a source name")
 	}
-	switch args.Suppression {
-	case "":
-		args.Suppression = SuppressionSkip
-	case SuppressionSkip, SuppressionUpdateKeepStatus:
-	default:
-		return Plan{}, fmt.Errorf("import: suppression %q: want %q or %q", args.Suppression, SuppressionSkip, SuppressionUpdateKeepStatus)
+	if err := pipeline.CheckSuppression(args.Suppression); err != nil {
+		return Plan{}, fmt.Errorf("import: suppression %q: %w", args.Suppression, err)
 	}
+	args.Suppression = cmp.Or(args.Suppression, pipeline.SuppressionSkip)
 	src := sources.Config{Kind: args.Format, Path: args.Path, Encoding: args.Encoding, Delimiter: args.Delimiter,
 		Sheet: args.Sheet, SheetIndex: args.SheetIndex, HeaderRow: args.HeaderRow}
 	if args.Source != "" {

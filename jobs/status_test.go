@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/internal/testdb"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/mapping"
@@ -115,7 +116,7 @@ func TestStatusLoopEndToEnd(t *testing.T) {
 		b.cfg.Syncs = []jobs.SyncSpec{
 			{Name: "crm", ListID: b.listID, Source: syncSource, Mapping: syncMapping},
 			{Name: "crm-keep", ListID: b.listID, Source: syncSource, Mapping: syncMapping,
-				Suppression: jobs.SuppressionUpdateKeepStatus},
+				Suppression: pipeline.SuppressionUpdateKeepStatus},
 		}
 		b.cfg.StatusPull.WriteBack = crm.writeBack()
 		rt := b.open(t)

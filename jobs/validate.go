@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/subsync/subsync/internal/check"
+	"github.com/subsync/subsync/internal/pipeline"
 	"github.com/subsync/subsync/internal/secret"
 	"github.com/subsync/subsync/sources"
 )
@@ -105,8 +106,8 @@ func validateSyncs(p *check.Problems, syncs []SyncSpec) {
 			p.Add(key+".ListID", listValue(s.ListID), "missing: the id of the subscriber list to sync into")
 		}
 		p.Nest(key+".Source", s.Source.Validate())
-		if s.Suppression != SuppressionSkip && s.Suppression != SuppressionUpdateKeepStatus {
-			p.Add(key+".Suppression", s.Suppression, "want %q or %q", SuppressionSkip, SuppressionUpdateKeepStatus)
+		if err := pipeline.CheckSuppression(s.Suppression); err != nil {
+			p.Add(key+".Suppression", s.Suppression, "%v", err)
 		}
 		if s.Removed != RemovedKeep && s.Removed != RemovedUnsubscribe {
 			p.Add(key+".Removed", s.Removed, "want %q or %q", RemovedKeep, RemovedUnsubscribe)

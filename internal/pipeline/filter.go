@@ -9,13 +9,9 @@ import (
 	"time"
 
 	"github.com/subsync/subsync/mapping"
-	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 )
-
-// suppressionRecheck is how often a run reads the suppression list's version.
-const suppressionRecheck = 100 * time.Millisecond
 
 // The filter is the second stage, run by the producer on each mapped chunk in source order:
 // it finds duplicate e-mails by the mapping's policy, applies the suppression list and, in a
@@ -296,60 +292,6 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 	return nil
 }
 
-// suppress hashes the rows' e-mails and payloads, rejects the rows of erased people and marks
-// the suppressed rows to skip, or gives them their suppressed status (update-keep-status).
-func (f *filter) suppress(c *chunk) {
-	checkSup := f.sup.Len() > 0
-	seed := state.NewHasher() // the mapping's fingerprint, hashed once for the chunk
-	seed.String(f.mappingFP)
-	for i := range c.rows {
-		r := &c.rows[i]
-		c.emails[i] = state.EmailHash(r.Sub.Email)
-		if f.sup.Erased(c.emails[i]) {
-			// The reject keeps no value: the address must not come back into subsync's tables.
-			c.reject(mapping.Reject{Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Code: mapping.CodeErased,
-				Message: "the person was erased at their request (subsync forget) and is never sent again"}, nil)
-			c.skip[i] = true
-			continue
-		}
-		if checkSup {
-			if st, ok := f.sup.Status(c.emails[i]); ok {
-				c.outcomes = append(c.outcomes, newOutcome(r, outSuppressed, st, f.dryRun))
-				if f.suppression != SuppressionUpdateKeepStatus {
-					c.skip[i] = true
-					continue
-				}
-				// Sent through the status form with the status the service holds, so it
-				// stays unsubscribed or bounced while the data is updated. (Its source hash
-				// no longer says what is sent: 0 never matches.)
-				r.Status = st
-				c.sources[i] = 0
-			}
-		}
-		if f.track != nil {
-			f.moveConsent(c, i)
-		}
-		c.payloads[i] = payloadHash(seed, r)
-	}
-}
-
-// moveConsent sets the member flags of row i of a sync with a roster; a row whose key was
-// another address's takes that address's suppressed status (unsubscribed or bounce), if any,
-// and is sent with it: consent follows the person, who is never made active by a move.
-func (f *filter) moveConsent(c *chunk, i int) {
-	r := &c.rows[i]
-	flags, from := f.track.member(c.emails[i], f.track.key(r))
-	if flags&memberMoved != 0 && r.Status != sink.StatusUnsubscribed && r.Status != sink.StatusBounce {
-		if st, ok := f.sup.Status(from); ok {
-			r.Status = st
-			c.sources[i] = 0
-			flags |= memberCarry
-			c.outcomes = append(c.outcomes, newOutcome(r, outSuppressed, st, f.dryRun))
-		}
-	}
-	c.members[i] = flags
-}
-
 // skipUnchanged marks the rows whose payload is the one last acknowledged for their e-mail.
 func (f *filter) skipUnchanged(c *chunk) {
 	c.stored = slices.Grow(c.stored[:0], len(c.rows))[:len(c.rows)]
@@ -373,32 +315,6 @@ func (f *filter) skipUnchanged(c *chunk) {
 			c.skip[i] = true
 		}
 	}
-}
-
-// refreshSuppressions re-reads the suppression list when its version changed (or on the first
-// call). The version is read at most every suppressionRecheck.
-func (f *filter) refreshSuppressions(ctx context.Context) error {
-	if f.sup != nil && time.Since(f.supChecked) < suppressionRecheck {
-		return nil
-	}
-	f.supChecked = time.Now()
-	v, err := f.store.SuppressionVersion(ctx)
-	if err != nil {
-		return err
-	}
-	if f.sup != nil && f.sup.Version() == v {
-		return nil
-	}
-	sup, err := f.store.LoadSuppressions(ctx, f.listID)
-	if err != nil {
-		return err
-	}
-	if f.sup != nil {
-		f.log.InfoContext(ctx, "the suppression list changed during the run: checking the next rows against it",
-			slog.Int("suppressed", sup.Len()))
-	}
-	f.sup = sup
-	return nil
 }
 
 // payloadHash is the delta fingerprint of a row: the mapping (seed has hashed its
