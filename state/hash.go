@@ -1,5 +1,7 @@
 package state
 
+import "strings"
+
 // Hasher is subsync's 64-bit hash of a sequence of strings, used for e-mail and payload
 // fingerprints. It reads eight bytes at a time and mixes each word in with the SplitMix64
 // finaliser (a bijection with full avalanche, so a difference in one word cannot cancel
@@ -46,3 +48,27 @@ func (x *Hasher) Uint64(v uint64) { x.h = mix64(x.h ^ v*hashK0 ^ hashK1) }
 
 // Sum64 returns the hash of the strings added so far.
 func (x *Hasher) Sum64() uint64 { return mix64(x.h ^ hashK1) }
+
+// NormaliseEmail is the form e-mails are compared in: trimmed and lower-cased, as the
+// service matches them.
+func NormaliseEmail(email string) string {
+	email = strings.TrimSpace(email)
+	for i := 0; i < len(email); i++ {
+		if c := email[i]; c >= 'A' && c <= 'Z' || c >= 0x80 {
+			return strings.ToLower(email)
+		}
+	}
+	return email
+}
+
+// EmailHash is the hash of the normalised e-mail. Two e-mails that collide cost at most an
+// unnecessary send: the payload hash covers the e-mail itself.
+func EmailHash(email string) uint64 { return NormalisedEmailHash(NormaliseEmail(email)) }
+
+// NormalisedEmailHash is EmailHash of an e-mail already normalised (NormaliseEmail), for a
+// caller that keeps the normalised form too.
+func NormalisedEmailHash(normalised string) uint64 {
+	h := NewHasher()
+	h.String(normalised)
+	return h.Sum64()
+}
