@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subsync/subsync/internal/runjson"
 	"github.com/subsync/subsync/jobs"
 )
 
@@ -41,21 +42,8 @@ func (f *dryRunFlags) check(wait, asJSON bool) error {
 	return nil
 }
 
-// planJSON is a dry run's summary as --json prints it.
-type planJSON struct {
-	DryRun        bool             `json:"dry_run"`
-	Read          int64            `json:"read"`
-	Send          int64            `json:"send"`
-	SendByStatus  map[string]int64 `json:"send_by_status"`
-	Unchanged     int64            `json:"unchanged"`
-	Suppressed    int64            `json:"suppressed"`
-	Duplicates    int64            `json:"duplicates"`
-	Rejected      int64            `json:"rejected"`
-	RejectsByCode map[string]int64 `json:"rejects_by_code"`
-	Remove        int64            `json:"remove"`
-	RemovalsNote  string           `json:"removals_note,omitempty"`
-	PlanFile      string           `json:"plan_file,omitempty"`
-}
+// planJSON is a dry run's summary as --json prints it (runjson's, shared with the API).
+type planJSON = runjson.Plan
 
 // dryRun runs plan, writing every row to the --plan CSV when asked, and prints the summary:
 // on standard output, or on standard error when the plan itself goes to standard output.
@@ -95,11 +83,10 @@ func (a *app) dryRun(ctx context.Context, f dryRunFlags, asJSON bool,
 			return fmt.Errorf("write the plan: %w", err)
 		}
 	}
-	c := p.Counts
 	if asJSON {
-		return a.printJSON(planJSON{DryRun: true, Read: c.Read, Send: c.Sent, SendByStatus: p.ByStatus,
-			Unchanged: c.Unchanged, Suppressed: c.Suppressed, Duplicates: c.Duplicates, Rejected: c.Rejected,
-			RejectsByCode: p.RejectsByCode, Remove: c.Removed, RemovalsNote: p.RemovalsStopped, PlanFile: f.plan})
+		j := runjson.FromPlan(p)
+		j.PlanFile = f.plan
+		return a.printJSON(j)
 	}
 	return printPlan(summary, p, f.plan)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/subsync/subsync/internal/export"
+	"github.com/subsync/subsync/internal/runjson"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/state"
 )
@@ -210,8 +211,7 @@ func (a *app) jobsCommand() *cobra.Command {
 			if asJSON {
 				out := make([]jobJSON, len(list))
 				for i, j := range list {
-					out[i] = jobJSON{j.ID, j.Kind, j.State, j.Name, j.ListID, j.Attempt, j.MaxAttempts,
-						j.CreatedAt, j.ScheduledAt, timePtr(j.AttemptedAt), j.LastError}
+					out[i] = runjson.FromJob(j)
 				}
 				return a.printJSON(out)
 			}
@@ -256,20 +256,6 @@ already acknowledged by the service stay sent; the run is recorded as cancelled.
 	}
 	cmd.AddCommand(ls, cancel)
 	return cmd
-}
-
-type jobJSON struct {
-	ID          int64      `json:"id"`
-	Kind        string     `json:"kind"`
-	State       string     `json:"state"`
-	Name        string     `json:"name"`
-	ListID      int64      `json:"list_id,omitempty"`
-	Attempt     int        `json:"attempt"`
-	MaxAttempts int        `json:"max_attempts"`
-	CreatedAt   time.Time  `json:"created_at"`
-	ScheduledAt time.Time  `json:"scheduled_at"`
-	AttemptedAt *time.Time `json:"attempted_at,omitempty"`
-	LastError   string     `json:"last_error,omitempty"`
 }
 
 // formatDuration shows a run's duration to the millisecond under a minute ("0.342s",

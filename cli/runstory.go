@@ -5,54 +5,26 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/subsync/subsync/internal/runjson"
 	"github.com/subsync/subsync/state"
 )
 
-// story is what `runs ID` tells of a run besides its counts: the source columns it did not
-// send, and whom a sync unsubscribed, by why.
-type story struct {
-	unplaced, ignored []string
-	removals          state.RemovalCounts
-}
-
-type removalsJSON struct {
-	Left  int64 `json:"left"`
-	Moved int64 `json:"moved"`
-}
-
-func readStory(ctx context.Context, store *state.Store, r state.Run) (story, error) {
-	var s story
-	var err error
-	if s.unplaced, s.ignored, err = store.ColumnsNotSent(ctx, r.ID); err != nil {
-		return s, err
-	}
-	if r.Counts.Removed > 0 {
-		if s.removals, err = store.CountRemoved(ctx, r.ID); err != nil {
-			return s, err
-		}
-	}
-	return s, nil
-}
-
-func (s story) addJSON(j *runJSON) {
-	j.ColumnsNotSent, j.IgnoredColumns = s.unplaced, s.ignored
-	if s.removals != (state.RemovalCounts{}) {
-		j.Removals = &removalsJSON{Left: s.removals.Left, Moved: s.removals.Moved}
-	}
-}
+// story is what `runs ID` tells of a run besides its counts (runjson.Story): the source
+// columns it did not send, and whom a sync unsubscribed, by why.
+type story struct{ runjson.Story }
 
 // pairs are the story's lines of `runs ID`.
 func (s story) pairs(r state.Run) []any {
 	var out []any
-	if len(s.unplaced) > 0 {
-		out = append(out, "columns not sent", strings.Join(quoteAll(s.unplaced), ", ")+" (neither mapped nor ignored)")
+	if len(s.Unplaced) > 0 {
+		out = append(out, "columns not sent", strings.Join(quoteAll(s.Unplaced), ", ")+" (neither mapped nor ignored)")
 	}
-	if len(s.ignored) > 0 {
-		out = append(out, "columns ignored", strings.Join(quoteAll(s.ignored), ", "))
+	if len(s.Ignored) > 0 {
+		out = append(out, "columns ignored", strings.Join(quoteAll(s.Ignored), ", "))
 	}
-	if s.removals != (state.RemovalCounts{}) {
+	if s.Removals != (state.RemovalCounts{}) {
 		out = append(out, "unsubscribed", fmt.Sprintf("%d who left the source, %d old addresses of changed keys: subsync runs %d --removed lists them",
-			s.removals.Left, s.removals.Moved, r.ID))
+			s.Removals.Left, s.Removals.Moved, r.ID))
 	}
 	return out
 }

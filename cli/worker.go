@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/subsync/subsync/config"
+	"github.com/subsync/subsync/internal/runjson"
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/state"
 )
@@ -262,98 +263,17 @@ func (a *app) queued(ctx context.Context, rt *jobs.Runtime, jobID int64, wait, a
 	return nil
 }
 
-// runJSON is a run of the history as --json prints it.
-type runJSON struct {
-	ID     int64  `json:"id"`
-	JobID  int64  `json:"job_id"`
-	Kind   string `json:"kind"`
-	Name   string `json:"name"`
-	ListID int64  `json:"list_id,omitempty"`
-	Source string `json:"source,omitempty"`
-	State  string `json:"state"`
-	// Error is why a run failed or was cancelled, or why its last attempt stopped; Note is
-	// what a completed run reports (a verification's difference, an erasure's audit line, a
-	// write-back that failed or matched nothing). A run has one or the other, or neither.
-	Error     string `json:"error,omitempty"`
-	Note      string `json:"note,omitempty"`
-	Position  int64  `json:"position"`
-	TotalRows int64  `json:"total_rows,omitempty"`
-	// Summary tells the run's counts on one line in the words of its kind. An import or a
-	// sync has Counts; a status pull Changes; a reconciliation Reconciled; an erasure Erasure
-	// (see jobs.DescribeRun for the keys).
-	Summary    string           `json:"summary"`
-	Counts     *countsJSON      `json:"counts,omitempty"`
-	Changes    map[string]int64 `json:"changes,omitempty"`
-	Reconciled map[string]int64 `json:"reconciled,omitempty"`
-	Erasure    map[string]int64 `json:"erasure,omitempty"`
-	Attempts   int              `json:"attempts"`
-	Worker     string           `json:"worker,omitempty"`
-	Scheduled  time.Time        `json:"scheduled_at"`
-	Started    *time.Time       `json:"started_at,omitempty"`
-	Finished   *time.Time       `json:"finished_at,omitempty"`
-	DurationMS int64            `json:"duration_ms"`
-	// RejectsPrunedAt is when the retention policy deleted the run's rejects, warnings and
-	// removals; its counts stay.
-	RejectsPrunedAt *time.Time `json:"rejects_pruned_at,omitempty"`
-	// Warnings counts the values dropped from rows that were sent (on_invalid = "drop"), by
-	// code; only in the output of one run.
-	Warnings map[string]int64 `json:"warnings,omitempty"`
-	// ColumnsNotSent are the source columns neither mapped nor ignored, IgnoredColumns those
-	// the mapping ignores; Removals counts whom a sync unsubscribed (runs ID --removed lists
-	// them). Only in the output of one run.
-	ColumnsNotSent []string      `json:"columns_not_sent,omitempty"`
-	IgnoredColumns []string      `json:"ignored_columns,omitempty"`
-	Removals       *removalsJSON `json:"removals,omitempty"`
-}
+// The JSON of runs and jobs is runjson's, shared with the HTTP API.
+type (
+	runJSON      = runjson.Run
+	countsJSON   = runjson.Counts
+	jobJSON      = runjson.Job
+	removalsJSON = runjson.Removals
+)
 
-type countsJSON struct {
-	Read       int64 `json:"read"`
-	Sent       int64 `json:"sent"`
-	Rejected   int64 `json:"rejected"`
-	Duplicates int64 `json:"duplicates"`
-	Suppressed int64 `json:"suppressed"`
-	Unchanged  int64 `json:"unchanged"`
-	Filtered   int64 `json:"filtered"`
-	Batches    int64 `json:"batches"`
-	Requests   int64 `json:"requests"`
-	Retries    int64 `json:"retries"`
-	Removed    int64 `json:"removed"`
-}
+var timePtr = runjson.TimePtr
 
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-func toRunJSON(r state.Run) runJSON {
-	c := r.Counts
-	words := jobs.DescribeRun(r)
-	j := runJSON{
-		ID: r.ID, JobID: r.JobID, Kind: r.Kind, Name: r.Name, ListID: r.ListID, Source: r.Source,
-		State: string(r.State), Position: r.Position, TotalRows: r.TotalRows, Summary: words.Summary(),
-		Attempts: r.Attempts, Worker: r.Worker, Scheduled: r.ScheduledAt,
-		Started: timePtr(r.StartedAt), Finished: timePtr(r.FinishedAt), DurationMS: r.Duration().Milliseconds(),
-		RejectsPrunedAt: timePtr(r.RejectsPrunedAt),
-	}
-	if r.State == state.RunCompleted {
-		j.Note = r.Error
-	} else {
-		j.Error = r.Error
-	}
-	switch words.Object {
-	case "changes":
-		j.Changes = words.Map()
-	case "reconciled":
-		j.Reconciled = words.Map()
-	case "erasure":
-		j.Erasure = words.Map()
-	default:
-		j.Counts = &countsJSON{c.Read, c.Sent, c.Rejected, c.Duplicates, c.Suppressed, c.Unchanged, c.Filtered, c.Batches, c.Requests, c.Retries, c.Removed}
-	}
-	return j
-}
+func toRunJSON(r state.Run) runJSON { return runjson.FromRun(r) }
 
 // shownWarnings is how many of a run's warnings printRun lists.
 const shownWarnings = 10
@@ -361,22 +281,14 @@ const shownWarnings = 10
 // printRun prints one run with its counts, and its warnings: how many by code and, as text,
 // the first shownWarnings with their line, column and reason.
 func (a *app) printRun(ctx context.Context, store *state.Store, r state.Run, asJSON bool) error {
-	warnings, err := store.WarningCounts(ctx, r.ID)
-	if err != nil {
-		return err
-	}
-	story, err := readStory(ctx, store, r)
+	st, err := runjson.ReadStory(ctx, store, r)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		j := toRunJSON(r)
-		if len(warnings) > 0 {
-			j.Warnings = warnings
-		}
-		story.addJSON(&j)
-		return a.printJSON(j)
+		return a.printJSON(runjson.Detail(r, st))
 	}
+	warnings, story := st.Warnings, story{st}
 	pairs := []any{
 		"run", r.ID, "job", r.JobID, "kind", r.Kind, "name", r.Name,
 	}

@@ -18,7 +18,7 @@ import (
 type JobInfo struct {
 	ID          int64
 	Kind        string
-	State       string // available, scheduled, retryable, running, pending
+	State       string // available, scheduled, retryable, running, pending; completed, cancelled, discarded (Job)
 	Name        string // the sync's name, the import's file name or source
 	ListID      int64
 	Attempt     int
@@ -43,6 +43,27 @@ func (rt *Runtime) Jobs(ctx context.Context) ([]JobInfo, error) {
 		out = append(out, jobInfo(j))
 	}
 	return out, nil
+}
+
+// Errors of a job asked about by id.
+var (
+	// ErrNoSuchJob: the queue has no job with that id (never, or cleaned away).
+	ErrNoSuchJob = errors.New("no such job")
+	// ErrJobEnded: the job to cancel has ended already.
+	ErrJobEnded = errors.New("already ended")
+)
+
+// Job describes one job, in any state (completed, cancelled and discarded too, until River
+// cleans it away); ErrNoSuchJob when there is none.
+func (rt *Runtime) Job(ctx context.Context, jobID int64) (JobInfo, error) {
+	job, err := rt.q.JobGet(ctx, jobID)
+	if errors.Is(err, rivertype.ErrNotFound) {
+		return JobInfo{}, fmt.Errorf("job %d: %w", jobID, ErrNoSuchJob)
+	}
+	if err != nil {
+		return JobInfo{}, fmt.Errorf("read job %d: %w", jobID, err)
+	}
+	return jobInfo(job), nil
 }
 
 func jobInfo(j *rivertype.JobRow) JobInfo {
@@ -80,25 +101,25 @@ func jobInfo(j *rivertype.JobRow) JobInfo {
 func (rt *Runtime) CancelJob(ctx context.Context, jobID int64) error {
 	job, err := rt.q.JobGet(ctx, jobID)
 	if errors.Is(err, rivertype.ErrNotFound) {
-		return fmt.Errorf("job %d: no such job", jobID)
+		return fmt.Errorf("job %d: %w", jobID, ErrNoSuchJob)
 	}
 	if err != nil {
 		return fmt.Errorf("cancel job %d: %w", jobID, err)
 	}
 	switch job.State {
 	case rivertype.JobStateCompleted, rivertype.JobStateDiscarded, rivertype.JobStateCancelled:
-		return fmt.Errorf("job %d already ended (%s)", jobID, job.State)
+		return fmt.Errorf("job %d %w (%s)", jobID, ErrJobEnded, job.State)
 	}
 	job, err = rt.q.JobCancel(ctx, jobID)
 	if errors.Is(err, rivertype.ErrNotFound) {
-		return fmt.Errorf("job %d: no such job", jobID)
+		return fmt.Errorf("job %d: %w", jobID, ErrNoSuchJob)
 	}
 	if err != nil {
 		return fmt.Errorf("cancel job %d: %w", jobID, err)
 	}
 	switch job.State {
 	case rivertype.JobStateCompleted, rivertype.JobStateDiscarded:
-		return fmt.Errorf("job %d already ended (%s)", jobID, job.State)
+		return fmt.Errorf("job %d %w (%s)", jobID, ErrJobEnded, job.State)
 	case rivertype.JobStateCancelled:
 		info := jobInfo(job)
 		if err := rt.store.CancelQueued(ctx, state.Claim{JobID: job.ID, Kind: job.Kind, Name: info.Name,

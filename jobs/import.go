@@ -102,6 +102,18 @@ func (rt *Runtime) EnqueueImport(ctx context.Context, args ImportArgs) (int64, e
 	return rt.insertImport(ctx, args)
 }
 
+// ErrUnknownSource: an import names a source the configuration does not have.
+var ErrUnknownSource = errors.New("not in the configuration")
+
+// CheckSource says whether the configuration has the database source name: nil, or an error
+// wrapping ErrUnknownSource.
+func (rt *Runtime) CheckSource(name string) error {
+	if _, ok := rt.cfg.Sources[name]; !ok {
+		return fmt.Errorf("source %q is %w", name, ErrUnknownSource)
+	}
+	return nil
+}
+
 // checkImport refuses an import the job could not run.
 func (rt *Runtime) checkImport(args ImportArgs) error {
 	if args.ListID <= 0 {
@@ -115,7 +127,7 @@ func (rt *Runtime) checkImport(args ImportArgs) error {
 	}
 	if args.Source != "" {
 		if _, ok := rt.cfg.Sources[args.Source]; !ok {
-			return fmt.Errorf("import: source %q is not in the configuration", args.Source)
+			return fmt.Errorf("import: source %q is %w", args.Source, ErrUnknownSource)
 		}
 	}
 	return nil

@@ -27,6 +27,9 @@
 // only, and the rejects download is refused; and a request is answered only when its Host
 // (and a POST's Origin) names a loopback host, against DNS rebinding. No page shows a
 // secret of the configuration.
+//
+// The HTTP API for other programs (/api/v1, api.go) is served beside the pages and takes
+// tokens only (`subsync tokens create`), never the pages' password, on loopback too.
 package web
 
 import (
@@ -79,6 +82,13 @@ type Backend interface {
 	Lists(ctx context.Context) ([]sink.List, error)
 	CustomFields(ctx context.Context) ([]sink.CustomField, error)
 	PingService(ctx context.Context) error
+	// The HTTP API.
+	Job(ctx context.Context, jobID int64) (jobs.JobInfo, error)
+	CancelJob(ctx context.Context, jobID int64) error
+	EnqueueImport(ctx context.Context, args jobs.ImportArgs) (int64, error)
+	PlanImport(ctx context.Context, args jobs.ImportArgs, row func(jobs.PlanRow) error) (jobs.Plan, error)
+	CheckSource(name string) error
+	EnqueueSyncArgs(ctx context.Context, args jobs.SyncArgs) (int64, error)
 }
 
 // Options configure the pages.
@@ -146,6 +156,8 @@ func New(b Backend, opts Options) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", backend)
 	mux.Handle("GET /healthz", backend)
+	// The API takes tokens, never the pages' password (api.go).
+	mux.Handle(APIPrefix+"/", s.api())
 	// River UI, then subsync's own pages, which send the security headers (secured).
 	pages := http.NewServeMux()
 	pages.Handle(jobs.RiverUIPrefix+"/", backend)
