@@ -42,7 +42,8 @@ func (a *app) pages(rt *jobs.Runtime) (http.Handler, error) {
 	if err != nil {
 		return nil, &usageError{fmt.Errorf("web.time_zone: %w", err)}
 	}
-	h, err := web.New(rt, web.Options{Password: cfg.Web.Password, Logger: a.log, TimeZone: loc})
+	h, err := web.New(rt, web.Options{Password: cfg.Web.Password, Logger: a.log, TimeZone: loc,
+		MaxUploadSize: int64(cfg.Web.MaxUploadSize)})
 	if err != nil {
 		return nil, fmt.Errorf("web pages: %w", err)
 	}

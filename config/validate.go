@@ -9,6 +9,7 @@ import (
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sources"
+	"github.com/subsync/subsync/web"
 )
 
 // setDefaults fills every key left out (or zero) with its default.
@@ -24,6 +25,7 @@ func (c *Config) setDefaults() {
 	a.RetryAfterCap = cmp.Or(a.RetryAfterCap, Duration(sink.RetryAfterCapDefault))
 
 	c.Database.DataDir = cmp.Or(c.Database.DataDir, DataDirDefault)
+	c.Web.MaxUploadSize = cmp.Or(c.Web.MaxUploadSize, Size(web.MaxUploadSizeDefault))
 
 	w := &c.Worker
 	w.Concurrency = cmp.Or(w.Concurrency, jobs.ConcurrencyDefault)

@@ -29,6 +29,10 @@ type Web struct {
 	// TimeZone is the IANA zone the pages show times in ("Europe/Oslo"); empty = the
 	// machine's zone.
 	TimeZone string `toml:"time_zone"`
+	// MaxUploadSize bounds a file uploaded on the import page or through the API
+	// (POST /api/v1/imports); a larger one is refused (413) with nothing kept. Default
+	// web.MaxUploadSizeDefault (1 GiB).
+	MaxUploadSize Size `toml:"max_upload_size"`
 }
 
 // Notify configures the failure notifications.

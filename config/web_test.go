@@ -52,3 +52,21 @@ func TestWebTimeZone(t *testing.T) {
 	require.ErrorContains(t, err, "web.time_zone")
 	require.ErrorContains(t, err, "Europe/Bergen")
 }
+
+// web.max_upload_size is a size with a unit, 1 GiB by default; a bare number or another word
+// is refused naming the key.
+func TestWebMaxUploadSize(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse("", []byte(""), env())
+	require.NoError(t, err)
+	require.Equal(t, config.Size(1<<30), cfg.Web.MaxUploadSize)
+	for text, want := range map[string]int64{"2MiB": 2 << 20, "100MB": 100e6, "1.5GiB": 3 << 29, "4096B": 4096} {
+		cfg, err = config.Parse("", []byte("[web]\nmax_upload_size = \""+text+"\"\n"), env())
+		require.NoError(t, err, text)
+		require.Equal(t, config.Size(want), cfg.Web.MaxUploadSize, text)
+	}
+	for _, bad := range []string{`"12"`, `"lots"`, `"-1MiB"`, `12`} {
+		_, err = config.Parse("", []byte("[web]\nmax_upload_size = "+bad+"\n"), env())
+		require.ErrorContains(t, err, "max_upload_size", bad)
+	}
+}
