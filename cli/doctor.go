@@ -82,7 +82,8 @@ func (a *app) doctor(ctx context.Context, samplesDir string) error {
 	if err != nil {
 		return &usageError{err}
 	}
-	checks := append(doctorChecks(ctx, c, cfg), writeBackCheck(ctx, cfg)...)
+	checks := append(doctorChecks(ctx, c, cfg), a.listFormCheck(ctx))
+	checks = append(checks, writeBackCheck(ctx, cfg)...)
 	failed := 0
 	fmt.Fprintf(a.stdout, "subsync doctor: %s\n", sc.BaseURL)
 	for _, ch := range checks {

@@ -121,6 +121,9 @@ type API struct {
 	// RetryAfterCap is the longest Retry-After waited for in the client; a longer one makes
 	// the job snooze instead. Default sink.RetryAfterCapDefault.
 	RetryAfterCap Duration `toml:"retry_after_cap"`
+	// ListIDArray names the list as subscriber_list_id[]=N (true) or subscriber_list_id=N
+	// (false). Unset: detected (sink.Config.ListIDDetect) and remembered for the account.
+	ListIDArray *bool `toml:"list_id_array"`
 }
 
 // Database configures the queue and state database.

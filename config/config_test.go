@@ -548,3 +548,19 @@ path = "changes.csv"
 	require.ErrorContains(t, err, "sources.crm.dsn: missing")
 	require.ErrorContains(t, err, "sources.crm.query: missing")
 }
+
+// TestListIDArray (#28 point 4): api.list_id_array set says the form of the list parameter;
+// unset, the client detects it.
+func TestListIDArray(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		toml          string
+		array, detect bool
+	}{{"", false, true}, {"list_id_array = true", true, false}, {"list_id_array = false", false, false}} {
+		cfg, err := config.Load(write(t, "[api]\n"+c.toml+"\n"), creds)
+		require.NoError(t, err, c.toml)
+		sc := cfg.SinkConfig()
+		require.Equal(t, c.array, sc.ListIDArray, c.toml)
+		require.Equal(t, c.detect, sc.ListIDDetect, c.toml)
+	}
+}

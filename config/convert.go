@@ -23,6 +23,8 @@ func (c *Config) SinkConfig() sink.Config {
 		MaxAttempts:       a.MaxAttempts,
 		MaxRetryTime:      a.MaxRetryTime.D(),
 		RetryAfterCap:     a.RetryAfterCap.D(),
+		ListIDArray:       a.ListIDArray != nil && *a.ListIDArray,
+		ListIDDetect:      a.ListIDArray == nil,
 		StatusMaxPages:    c.Status.MaxPages,
 		StatusMaxBytes:    int64(c.Status.MaxMegabytes) << 20,
 		StatusMaxTime:     c.Status.MaxTime.D(),

@@ -103,6 +103,9 @@ func (rt *Runtime) readListSuppressions(ctx context.Context, listID int64, after
 // A dry run records nothing: it returns what it read, by e-mail hash, to check its rows
 // against as well (nil when the list was learnt before).
 func (rt *Runtime) learnList(ctx context.Context, log *slog.Logger, listID int64, dryRun bool) (map[uint64]string, error) {
+	if !dryRun {
+		rt.useListForm(ctx, log)
+	}
 	if _, ok, err := rt.store.ListLearned(ctx, listID); err != nil || ok {
 		return nil, err
 	}

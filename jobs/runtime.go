@@ -97,6 +97,9 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	if sc.Logger == nil {
 		sc.Logger = cfg.Logger
 	}
+	if sc.ListIDDetect && sc.OnListIDForm == nil {
+		sc.OnListIDForm = rt.rememberListForm
+	}
 	// A command that only reads history needs no credentials: a bad sink configuration fails
 	// Run and the jobs, not Open.
 	rt.sink, rt.sinkErr = sink.New(sc)

@@ -59,14 +59,6 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return
 
 const maxPooledBody = 4 << 20
 
-// listParam is the query parameter that names the list (see Config.ListIDArray).
-func (c *Client) listParam() string {
-	if c.cfg.ListIDArray {
-		return "subscriber_list_id[]"
-	}
-	return "subscriber_list_id"
-}
-
 func (o BulkOptions) query(listParam string) (url.Values, error) {
 	if o.ListID <= 0 {
 		return nil, fmt.Errorf("%w: list id %d", ErrInvalidInput, o.ListID)
@@ -354,20 +346,24 @@ func (b *batch) send(ctx context.Context, idx []int) error {
 		}
 	}
 	buf = append(buf, ']')
-	cl := &call{method: http.MethodPost, route: "/subscribers/bulkinsert", path: "/subscribers/bulkinsert", query: b.query, body: buf}
-	resp, err := b.c.do(ctx, cl)
-	// do has revoked every reader of buf: it may be reused.
-	if cap(buf) <= maxPooledBody {
-		*bufp = buf[:0]
-		bodyPool.Put(bufp)
-	}
-	b.res.Requests += resp.attempts
-	b.res.Retries += max(resp.attempts-1, 0)
-	if err != nil {
+	defer func() {
+		// do has revoked every reader of buf: it may be reused.
+		if cap(buf) <= maxPooledBody {
+			*bufp = buf[:0]
+			bodyPool.Put(bufp)
+		}
+	}()
+	return b.c.sendListed(b.query, func(q url.Values) error {
+		cl := &call{method: http.MethodPost, route: "/subscribers/bulkinsert", path: "/subscribers/bulkinsert", query: q, body: buf}
+		resp, err := b.c.do(ctx, cl)
+		b.res.Requests += resp.attempts
+		b.res.Retries += max(resp.attempts-1, 0)
+		if err != nil {
+			return err
+		}
+		_, err = b.c.checkAck(cl, resp)
 		return err
-	}
-	_, err = b.c.checkAck(cl, resp)
-	return err
+	})
 }
 
 var rowHintRE = regexp.MustCompile(`(?i)\brow\s+#?(\d+)\b`)

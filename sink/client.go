@@ -40,6 +40,7 @@ type Client struct {
 	userAgent string
 	log       *slog.Logger
 	masker    *secret.Masker
+	form      listForm
 }
 
 // New checks cfg, fills its defaults and returns a Client. Errors wrap [ErrInvalidConfig]
@@ -75,6 +76,8 @@ func New(cfg Config) (*Client, error) {
 		userAgent: "subsync/" + cfg.Version,
 		log:       logger,
 	}
+	c.form.array.Store(cfg.ListIDArray)
+	c.form.known.Store(!cfg.ListIDDetect)
 	if cfg.RequestsPerSecond > 0 {
 		// A burst of 1: requests are spaced evenly, never bunched after a quiet spell.
 		c.limiter = rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), 1)

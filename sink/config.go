@@ -46,6 +46,14 @@ type Config struct {
 	// service that reads only the array form needs it. The two are not sent together: a PHP
 	// service would read both as one array and a scalar reader would see an array.
 	ListIDArray bool
+	// ListIDDetect lets the client find the form the service takes: while no request naming
+	// a list has been accepted, the first one the service refuses as a whole is sent once
+	// more in the other form, and the form accepted is used from then on (see
+	// Client.ListIDForm, Client.SetListIDForm). False: ListIDArray is the form, always.
+	ListIDDetect bool
+	// OnListIDForm, when set, is called when detection finds the form the service takes
+	// (array: subscriber_list_id[]), so that it can be remembered for the account.
+	OnListIDForm func(array bool)
 	// RequestsPerSecond limits the rate of HTTP attempts (retries included).
 	// 0 means RequestsPerSecondDefault; a negative value means unlimited.
 	RequestsPerSecond float64

@@ -151,16 +151,21 @@ func (c *Client) UpsertSubscriber(ctx context.Context, listID int64, s Subscribe
 		// Both places: the seed puts it in the body, the public PHP client in the query.
 		query.Set("status", status)
 	}
-	cl := &call{method: http.MethodPost, route: "/subscribers", path: "/subscribers", body: body, query: query}
-	resp, err := c.do(ctx, cl)
+	var id int64
+	err := c.sendListed(query, func(q url.Values) error {
+		cl := &call{method: http.MethodPost, route: "/subscribers", path: "/subscribers", body: body, query: q}
+		resp, err := c.do(ctx, cl)
+		if err != nil {
+			return err
+		}
+		a, err := c.checkAck(cl, resp)
+		id = int64(a.ID)
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
-	a, err := c.checkAck(cl, resp)
-	if err != nil {
-		return 0, err
-	}
-	return int64(a.ID), nil
+	return id, nil
 }
 
 // Unsubscribe unsubscribes a subscriber (POST /subscribers/{id}/unsubscribe).
