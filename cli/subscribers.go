@@ -169,8 +169,13 @@ func (a *app) subscribersUpsert() *cobra.Command {
 		Use:   "upsert --list ID --email EMAIL [flags]",
 		Short: "Create a subscriber in a list, or update the one with this e-mail",
 		Long: `Create a subscriber in a list, or update the one with the same e-mail. Empty flags are not
-sent, so they never clear a value the service holds. Without --status the service makes a
-new subscriber active and leaves an existing one's status as it is.`,
+sent, so they never clear a value the service holds.
+
+Without --status, a person subsync holds as unsubscribed or bounced (in any list; the list's
+unsubscribed and bounced people are read from the service first if they never were) is sent
+with that status, so that a service that makes a person active on an update without a status
+does not revive them; anyone else is sent without one (the service makes a new subscriber
+active). Only an explicit --status active re-activates such a person, and the command says so.`,
 		Example: `  subsync subscribers upsert --list 12 --email ada@example.com --firstname Ada --lastname Lovelace
   subsync subscribers upsert --list 12 --email ada@example.com --set SAMTYKKEEPOST=1 --set EXTRA3=gold`,
 		Args: cobra.NoArgs,
@@ -197,15 +202,32 @@ new subscriber active and leaves an existing one's status as it is.`,
 			if err != nil {
 				return err
 			}
-			id, err := c.UpsertSubscriber(cmd.Context(), list, s, status)
+			rt, err := a.runtime(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			sent, note, err := a.upsertStatus(cmd.Context(), rt, c, list, s.Email, status)
+			if err != nil {
+				return err
+			}
+			id, err := c.UpsertSubscriber(cmd.Context(), list, s, sent)
 			if err != nil {
 				return fmt.Errorf("upsert subscriber %s: %w", s.Email, err)
 			}
-			a.log.Info("subscriber saved", slog.Int64("subscriber_id", id), slog.Int64("list_id", list))
-			if asJSON {
-				return a.printJSON(map[string]any{"id": id, "email": s.Email, "list_id": list})
+			if strings.HasPrefix(note, "re-activates") {
+				if err := rt.Reactivated(cmd.Context(), list, s.Email, id); err != nil {
+					return fmt.Errorf("upsert subscriber %s: re-activated in the service, but: %w", s.Email, err)
+				}
 			}
-			return a.fields("id", id, "email", s.Email, "list", list)
+			a.log.Info("subscriber saved", slog.Int64("subscriber_id", id), slog.Int64("list_id", list), slog.String("status", sent))
+			if asJSON {
+				return a.printJSON(map[string]any{"id": id, "email": s.Email, "list_id": list, "status": sent, "note": note})
+			}
+			if note != "" {
+				fmt.Fprintln(a.stderr, note)
+			}
+			return a.fields("id", id, "email", s.Email, "list", list, "status", cmpOrString(sent, "(not sent)"))
 		}),
 	}
 	jsonFlag(cmd, &asJSON)
