@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/subsync/subsync/config"
+	"github.com/subsync/subsync/internal/secret"
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
 )
@@ -67,8 +69,11 @@ func (a *app) doctor(ctx context.Context, samplesDir string) error {
 	if err := cfg.CheckCredentials(); err != nil {
 		return err
 	}
-	rec := &recorder{base: http.DefaultTransport}
 	sc := cfg.SinkConfig()
+	// The samples hold what the service answered: credentials it echoes, in any encoding,
+	// are masked as the client masks them in errors.
+	rec := &recorder{base: http.DefaultTransport, masker: secret.BasicAuth(
+		base64.StdEncoding.EncodeToString([]byte(sc.UserID+":"+sc.APIKey)), sc.APIKey)}
 	if sc.HTTPClient != nil && sc.HTTPClient.Transport != nil {
 		rec.base = sc.HTTPClient.Transport
 	}
@@ -240,9 +245,10 @@ func cmpOrString(v, d string) string {
 
 // recorder is an http.RoundTripper that keeps every response it passes on.
 type recorder struct {
-	base http.RoundTripper
-	mu   sync.Mutex
-	got  []sample
+	base   http.RoundTripper
+	masker *secret.Masker
+	mu     sync.Mutex
+	got    []sample
 }
 
 type sample struct {
@@ -266,8 +272,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, rerr
 	}
 	r.mu.Lock()
-	r.got = append(r.got, sample{Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery, Status: resp.StatusCode,
-		Type: resp.Header.Get("Content-Type"), Body: redactBody(body)})
+	m := r.masker.String
+	r.got = append(r.got, sample{Method: req.Method, Path: m(req.URL.Path), Query: m(req.URL.RawQuery), Status: resp.StatusCode,
+		Type: resp.Header.Get("Content-Type"), Body: json.RawMessage(m(string(redactBody([]byte(m(string(body)))))))})
 	r.mu.Unlock()
 	return resp, nil
 }

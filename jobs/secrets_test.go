@@ -3,7 +3,14 @@ package jobs_test
 import (
 	"context"
 	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,4 +127,63 @@ func queryText(t *testing.T, db *sql.DB, q string) string {
 	}
 	require.NoError(t, rows.Err())
 	return b.String()
+}
+
+// TestEchoedCredentialsInOtherEncodings: a service that echoes the credentials in other
+// encodings than it got them (the key URL-encoded, the Basic token in base64url, the key in
+// base64), in a 503 that is retried and then a 401, gets none of them into the logs, the run's
+// error or the job rows (#35 point 10). Both queues.
+func TestEchoedCredentialsInOtherEncodings(t *testing.T) {
+	t.Parallel()
+	const key = "k3y/Echo+me=please&NOT-FOR-LOGS"
+	token := base64.StdEncoding.EncodeToString([]byte(sinktest.DefaultUser + ":" + key))
+	forms := []string{key, url.QueryEscape(key), url.PathEscape(key),
+		base64.URLEncoding.EncodeToString([]byte(sinktest.DefaultUser + ":" + key)),
+		base64.RawURLEncoding.EncodeToString([]byte(sinktest.DefaultUser + ":" + key)),
+		base64.StdEncoding.EncodeToString([]byte(key)), token}
+	echo := strings.Join(forms, " | ")
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend)
+		e := sinktest.New(sinktest.WithCredentials(sinktest.DefaultUser, key))
+		var bulk atomic.Int32
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.Path, "bulkinsert") {
+				w.Header().Set("Content-Type", "application/json")
+				status := http.StatusServiceUnavailable
+				if bulk.Add(1) > 1 {
+					status = http.StatusUnauthorized
+				}
+				w.WriteHeader(status)
+				msg, _ := json.Marshal(map[string]string{"status": fmt.Sprint(status), "message": "you sent " + echo})
+				_, _ = w.Write(msg)
+				return
+			}
+			e.ServeHTTP(w, r)
+		}))
+		t.Cleanup(hs.Close)
+		list := e.CreateList("Nyhetsbrev")
+		b.cfg.Sink.BaseURL, b.cfg.Sink.LegacyBaseURL = hs.URL+sinktest.V2Prefix, hs.URL+sinktest.V3Prefix
+		b.cfg.Sink.HTTPClient, b.cfg.Sink.APIKey = hs.Client(), key
+		rt := b.open(t)
+
+		id, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: contacts(t, t.TempDir(), 10, nil), ListID: list})
+		require.NoError(t, err)
+		waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		run, err := rt.Wait(waitCtx, id, nil)
+		require.ErrorIs(t, err, jobs.ErrRunFailed)
+		require.Contains(t, run.Error, "401")
+		require.Contains(t, run.Error, "you sent xxxxx")
+		require.Contains(t, b.logs.String(), "503", "the retried answer was logged")
+
+		db := rt.State().DB()
+		for name, text := range map[string]string{"logs": b.logs.String(), "run error": run.Error,
+			"job rows": riverJobText(t, db, backend), "state tables": stateText(t, db)} {
+			for _, f := range forms {
+				require.NotContains(t, text, f, "%s shows %q", name, f)
+			}
+			require.NotContains(t, text, "NOT-FOR-LOGS", name)
+		}
+	})
 }

@@ -5,10 +5,12 @@ package secret
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -42,11 +44,54 @@ func NewMasker(secrets ...string) *Masker {
 	return &Masker{r: strings.NewReplacer(pairs...)}
 }
 
-// BasicAuth masks the credentials of HTTP Basic authentication: the key, and the token of
-// the Authorization header with and without its '=' padding (a service that echoes the
-// header may drop it).
+// BasicAuth masks the credentials of HTTP Basic authentication, in every form a service may
+// echo them: the token of the Authorization header and the key, each as it is, in base64
+// (standard or URL-safe, with or without '=' padding), and URL-encoded (as a query value or
+// a path, with upper- or lower-case escapes).
 func BasicAuth(token, key string) *Masker {
-	return NewMasker(token, strings.TrimRight(token, "="), key)
+	var forms []string
+	for _, s := range []string{token, key} {
+		if s == "" {
+			continue
+		}
+		forms = append(forms, encodings(s)...)
+	}
+	if raw, err := base64.StdEncoding.DecodeString(token); err == nil {
+		forms = append(forms, encodings(string(raw))...) // "user:key", decoded
+	}
+	// The longest first: a form that holds another is replaced whole.
+	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	return NewMasker(slices.Compact(forms)...)
+}
+
+// encodings are the forms of a secret s that a service may show: s itself, URL-encoded, and
+// in base64.
+func encodings(s string) []string {
+	out := []string{s, url.QueryEscape(s), url.PathEscape(s), lowerEscapes(url.QueryEscape(s)), lowerEscapes(url.PathEscape(s))}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		b := enc.EncodeToString([]byte(s))
+		out = append(out, b, strings.TrimRight(b, "="))
+	}
+	return out
+}
+
+// lowerEscapes writes the %XX escapes of s in lower case.
+func lowerEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerHex(b[i+1]), lowerHex(b[i+2])
+			i += 2
+		}
+	}
+	return string(b)
+}
+
+func lowerHex(c byte) byte {
+	if c >= 'A' && c <= 'F' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // String returns s with every secret replaced by Mask.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,33 @@ func TestBasicAuthWithoutPadding(t *testing.T) {
 	}
 	require.Equal(t, `""`, secret.Mark(""))
 	require.Equal(t, secret.Mask, secret.Mark(key))
+}
+
+// TestBasicAuthEveryEncoding: a service may echo the credentials in another encoding than it
+// got them; the key and the token are masked URL-encoded (query or path, upper- or lower-case
+// escapes) and in base64 (standard or URL-safe, padded or not), and "user:key" decoded.
+func TestBasicAuthEveryEncoding(t *testing.T) {
+	t.Parallel()
+	const key = "k3y/with+special=chars&more?~"
+	token := base64.StdEncoding.EncodeToString([]byte("user-1:" + key))
+	m := secret.BasicAuth(token, key)
+	forms := map[string]string{
+		"query-escaped key":  url.QueryEscape(key),
+		"path-escaped key":   url.PathEscape(key),
+		"lower-case escapes": strings.ToLower(url.QueryEscape(key)),
+		"base64 key":         base64.StdEncoding.EncodeToString([]byte(key)),
+		"base64url key":      base64.RawURLEncoding.EncodeToString([]byte(key)),
+		"base64url token":    base64.URLEncoding.EncodeToString([]byte("user-1:" + key)),
+		"unpadded url token": base64.RawURLEncoding.EncodeToString([]byte("user-1:" + key)),
+		"decoded token":      "user-1:" + key,
+		"token in a query":   url.QueryEscape("Basic " + token),
+	}
+	for name, form := range forms {
+		out := m.String(`{"message":"you sent ` + form + `"}`)
+		require.NotContains(t, out, form, name)
+		require.NotContains(t, out, "k3y", name)
+		require.Contains(t, out, secret.Mask, name)
+	}
 }
 
 // TestOneMarker keeps masking in this package: no other file of the module writes a marker
