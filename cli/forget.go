@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subsync/subsync/internal/runjson"
 	"github.com/subsync/subsync/jobs"
 )
 
@@ -134,25 +135,10 @@ func (a *app) forget(ctx context.Context, rt *jobs.Runtime, emails []string, asJ
 	}
 }
 
-type forgetPlanJSON struct {
-	Email         string           `json:"email"`
-	SubscriberID  int64            `json:"subscriber_id,omitempty"`
-	InService     bool             `json:"in_service"`
-	AlreadyErased bool             `json:"already_erased"`
-	Held          map[string]int64 `json:"held"`
-}
-
 // printForgetPlan prints what forget would erase. The addresses are the operator's own input.
 func (a *app) printForgetPlan(plans []jobs.ForgetPlan, asJSON bool) error {
 	if asJSON {
-		out := make([]forgetPlanJSON, len(plans))
-		for i, p := range plans {
-			out[i] = forgetPlanJSON{Email: p.Email, SubscriberID: p.SubscriberID, InService: p.SubscriberID != 0,
-				AlreadyErased: p.AlreadyErased, Held: p.Held}
-			if out[i].Held == nil {
-				out[i].Held = map[string]int64{}
-			}
-		}
+		out := runjson.FromForgetPlans(plans)
 		return a.printJSON(out)
 	}
 	tb := a.table("EMAIL", "SERVICE", "SUBSYNC'S TABLES")

@@ -6,20 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subsync/subsync/internal/runjson"
 	"github.com/subsync/subsync/jobs"
 )
 
-// scheduleJSON is a schedule as `schedules --json` prints it.
-type scheduleJSON struct {
-	Kind     string      `json:"kind"`
-	Also     string      `json:"also,omitempty"` // "verify" (verify_every) or "reconcile" (reconcile_schedule)
-	Name     string      `json:"name,omitempty"`
-	ListID   int64       `json:"list_id,omitempty"`
-	Schedule string      `json:"schedule"`
-	TimeZone string      `json:"time_zone"`
-	Next     []time.Time `json:"next"`
-	Error    string      `json:"error,omitempty"`
-}
+// scheduleJSON is a schedule as `schedules --json` prints it (runjson's, shared with the API).
+type scheduleJSON = runjson.Schedule
 
 func (a *app) schedulesCommand() *cobra.Command {
 	var count int
@@ -47,17 +39,7 @@ Needs neither the database nor the service.`,
 			if asJSON {
 				out := make([]scheduleJSON, 0, len(scheds))
 				for _, s := range scheds {
-					j := scheduleJSON{Kind: s.Kind, Also: s.Also, Name: s.Name, ListID: s.ListID, Schedule: s.Spec,
-						TimeZone: s.TimeZone, Next: s.Next}
-					if j.TimeZone == "" {
-						j.TimeZone = "UTC"
-					}
-					if j.Next == nil {
-						j.Next = []time.Time{}
-					}
-					if s.Err != nil {
-						j.Error = s.Err.Error()
-					}
+					j := runjson.FromSchedule(s)
 					out = append(out, j)
 				}
 				return a.printJSON(out)

@@ -151,6 +151,10 @@ func (s *Server) api() http.Handler {
 	mux.HandleFunc("GET "+APIPrefix+"/runs", s.apiRuns)
 	mux.HandleFunc("GET "+APIPrefix+"/runs/{id}", s.apiRun)
 	mux.HandleFunc("GET "+APIPrefix+"/runs/{id}/rejects", s.apiRejects)
+	mux.HandleFunc("GET "+APIPrefix+"/syncs", s.apiSyncs)
+	mux.HandleFunc("POST "+APIPrefix+"/syncs/{name}/runs", s.apiSyncRun)
+	mux.HandleFunc("POST "+APIPrefix+"/forget", s.apiForget)
+	mux.HandleFunc("GET "+APIPrefix+"/suppression", s.apiSuppression)
 	mux.HandleFunc(APIPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, http.StatusNotFound, probNotFound, "", fmt.Sprintf("no %s %s in the API (see %s/openapi.json)", r.Method, r.URL.Path, APIPrefix))
 	})

@@ -28,6 +28,7 @@ import (
 	"github.com/subsync/subsync/jobs"
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/sink/sinktest"
+	"github.com/subsync/subsync/sources"
 	"github.com/subsync/subsync/state"
 	"github.com/subsync/subsync/web"
 )
@@ -48,7 +49,7 @@ type apiEnv struct {
 	router  routers.Router
 }
 
-func newAPIEnv(t *testing.T, backend string, opts web.Options) *apiEnv {
+func newAPIEnv(t *testing.T, backend string, opts web.Options, configure ...func(e *apiEnv, cfg *jobs.Config)) *apiEnv {
 	t.Helper()
 	e := &apiEnv{t: t, backend: backend, dir: t.TempDir(), log: &testlog.Buffer{}}
 	e.emu = sinktest.NewServer(t)
@@ -61,6 +62,9 @@ func newAPIEnv(t *testing.T, backend string, opts web.Options) *apiEnv {
 	if backend == "postgres" {
 		cfg.DatabaseURL, _ = testdb.PostgresSchema(t)
 		e.dbURL = cfg.DatabaseURL
+	}
+	for _, c := range configure {
+		c(e, &cfg)
 	}
 	rt, err := jobs.Open(context.Background(), cfg)
 	require.NoError(t, err)
@@ -448,4 +452,85 @@ func TestAPIUploadOverTheLimit(t *testing.T) {
 // cliMain is the subsync command line.
 func cliMain(args []string, stdout, stderr io.Writer) int {
 	return cli.Main(context.Background(), args, strings.NewReader(""), stdout, stderr)
+}
+
+// TestAPISyncsForgetSuppression: GET /api/v1/syncs lists the configured sync with its
+// schedule and next runs; POST /syncs/NAME/runs queues it (202, Location), a second POST
+// while it is queued answers that job (already_queued), an unknown sync is 404 naming the
+// field; forget's dry run answers the plan and changes nothing, forget queues the erasure
+// (202) and an address that is no address is refused in the CLI's words; the suppression
+// lookup finds an entry and says so of an address without one. On both queues.
+func TestAPISyncsForgetSuppression(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			e := newAPIEnv(t, backend, web.Options{}, func(e *apiEnv, cfg *jobs.Config) {
+				path := filepath.Join(e.dir, "kontakter.csv")
+				require.NoError(t, os.WriteFile(path, []byte(importCSV), 0o600))
+				cfg.Syncs = []jobs.SyncSpec{{Name: "crm", ListID: e.list, Source: sources.Config{Path: path},
+					Schedule: "30 2 * * *", TimeZone: "Europe/Oslo"}}
+			})
+			ctx := context.Background()
+			resp, got := e.call("GET", "/api/v1/syncs", e.token, nil, nil)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
+			syncs := decodeJSON[struct {
+				Syncs []struct {
+					Name     string   `json:"name"`
+					Schedule string   `json:"schedule"`
+					Next     []string `json:"next"`
+					RunsURL  string   `json:"runs_url"`
+				} `json:"syncs"`
+			}](t, got)
+			require.Len(t, syncs.Syncs, 1)
+			require.Equal(t, "crm", syncs.Syncs[0].Name)
+			require.Equal(t, "30 2 * * *", syncs.Syncs[0].Schedule)
+			require.Len(t, syncs.Syncs[0].Next, 3)
+
+			json := http.Header{"Content-Type": {"application/json"}}
+			resp, got = e.call("POST", syncs.Syncs[0].RunsURL, e.token, json, []byte(`{"full": true}`))
+			require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", got)
+			first := decodeJSON[queuedAnswer](t, got)
+			require.Equal(t, first.Job.URL, resp.Header.Get("Location"))
+			resp, got = e.call("POST", syncs.Syncs[0].RunsURL, e.token, nil, nil)
+			require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", got)
+			require.Contains(t, string(got), `"already_queued":true`)
+			require.Equal(t, first.Job.ID, decodeJSON[queuedAnswer](t, got).Job.ID, "the one queued")
+			resp, got = e.call("POST", "/api/v1/syncs/nosuch/runs", e.token, nil, nil)
+			require.Equal(t, http.StatusNotFound, resp.StatusCode)
+			p := decodeJSON[problemAnswer](t, got)
+			require.Equal(t, "name", p.Field)
+			require.Equal(t, `no sync named "nosuch" in the configuration`, p.Detail)
+			resp, got = e.call("POST", syncs.Syncs[0].RunsURL, e.token, json, []byte(`{"full": true, "verify": true}`))
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+			require.Equal(t, "verify", decodeJSON[problemAnswer](t, got).Field)
+
+			resp, got = e.call("POST", "/api/v1/forget", e.token, json, []byte(`{"emails": ["kari@example.no", "ikke en adresse"]}`))
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+			p = decodeJSON[problemAnswer](t, got)
+			require.Equal(t, "emails", p.Field)
+			require.Equal(t, "address 2 is not an e-mail address", p.Detail, "the place, never the text")
+			resp, got = e.call("POST", "/api/v1/forget", e.token, json, []byte(`{"emails": ["Kari@Example.no"], "dry_run": true}`))
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
+			require.Contains(t, string(got), `"email":"kari@example.no"`)
+			require.Zero(t, e.count("subsync_erasure_request"), "a dry run changes nothing")
+			resp, got = e.call("POST", "/api/v1/forget", e.token, json, []byte(`{"emails": ["kari@example.no"]}`))
+			require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", got)
+			require.Equal(t, 1, e.count("subsync_erasure_request"))
+
+			require.NoError(t, e.rt.State().Suppress(ctx, []state.Suppression{{ListID: e.list, Email: "ola@example.no",
+				Status: sink.StatusUnsubscribed, ChangedAt: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}}))
+			resp, got = e.call("GET", "/api/v1/suppression?email=OLA@example.no", e.token, nil, nil)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
+			require.Contains(t, string(got), `"suppressed":true`)
+			require.Contains(t, string(got), `"status":"unsubscribed"`)
+			resp, got = e.call("GET", "/api/v1/suppression?email=lise@example.no", e.token, nil, nil)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			require.Contains(t, string(got), `"suppressed":false`)
+			resp, got = e.call("GET", "/api/v1/suppression", e.token, nil, nil)
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+			require.Equal(t, "email", decodeJSON[problemAnswer](t, got).Field)
+			require.NotContains(t, e.log.String(), "OLA@example.no", "the query is not logged")
+		})
+	}
 }

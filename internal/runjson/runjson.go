@@ -197,3 +197,54 @@ func FromPlan(p jobs.Plan) Plan {
 		Unchanged: c.Unchanged, Suppressed: c.Suppressed, Duplicates: c.Duplicates, Rejected: c.Rejected,
 		RejectsByCode: p.RejectsByCode, Remove: c.Removed, RemovalsNote: p.RemovalsStopped}
 }
+
+// Schedule is a schedule as `schedules --json` prints it.
+type Schedule struct {
+	Kind     string      `json:"kind"`
+	Also     string      `json:"also,omitempty"` // "verify" (verify_every) or "reconcile" (reconcile_schedule)
+	Name     string      `json:"name,omitempty"`
+	ListID   int64       `json:"list_id,omitempty"`
+	Schedule string      `json:"schedule"`
+	TimeZone string      `json:"time_zone"`
+	Next     []time.Time `json:"next"`
+	Error    string      `json:"error,omitempty"`
+}
+
+// FromSchedule is a schedule as JSON: UTC for no time zone, an empty list of next runs for
+// a sync run on demand only.
+func FromSchedule(s jobs.Schedule) Schedule {
+	j := Schedule{Kind: s.Kind, Also: s.Also, Name: s.Name, ListID: s.ListID, Schedule: s.Spec,
+		TimeZone: s.TimeZone, Next: s.Next}
+	if j.TimeZone == "" {
+		j.TimeZone = "UTC"
+	}
+	if j.Next == nil {
+		j.Next = []time.Time{}
+	}
+	if s.Err != nil {
+		j.Error = s.Err.Error()
+	}
+	return j
+}
+
+// ForgetPlan is what erasing one address would do (forget --dry-run --json).
+type ForgetPlan struct {
+	Email         string           `json:"email"`
+	SubscriberID  int64            `json:"subscriber_id,omitempty"`
+	InService     bool             `json:"in_service"`
+	AlreadyErased bool             `json:"already_erased"`
+	Held          map[string]int64 `json:"held"`
+}
+
+// FromForgetPlans are the plans of an erasure as JSON.
+func FromForgetPlans(plans []jobs.ForgetPlan) []ForgetPlan {
+	out := make([]ForgetPlan, len(plans))
+	for i, p := range plans {
+		out[i] = ForgetPlan{Email: p.Email, SubscriberID: p.SubscriberID, InService: p.SubscriberID != 0,
+			AlreadyErased: p.AlreadyErased, Held: p.Held}
+		if out[i].Held == nil {
+			out[i].Held = map[string]int64{}
+		}
+	}
+	return out
+}
