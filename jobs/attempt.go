@@ -57,7 +57,8 @@ func isPermanent(err error) bool {
 	return errors.As(err, &pe) || errors.As(err, &se) || sink.IsPermanent(err) ||
 		errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
 		errors.Is(err, sources.ErrQueryNeverSucceeds) ||
-		errors.Is(err, sources.ErrTooLarge) // a workbook past a bound stays past it
+		errors.Is(err, sources.ErrTooLarge) || // a workbook past a bound stays past it
+		errors.Is(err, sources.ErrMixedEncoding) // so does a file's encoding
 }
 
 // describe turns an error into the message a person reads in run history.

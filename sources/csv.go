@@ -184,7 +184,12 @@ func openCSV(ctx context.Context, path string, opts CSVOptions) (_ *CSVReader, e
 			if err != nil {
 				return nil, err
 			}
-			valid = fewStray(stray, lines)
+			if valid = fewStray(stray, lines); !valid {
+				// Past the limit: never switch a file of UTF-8 names to Windows-1252 unsaid.
+				if valid, err = r.mixedEncoding(ctx); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if valid {
 			r.encoding = EncodingUTF8

@@ -1,9 +1,11 @@
 package sources
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"unicode/utf8"
 
@@ -12,7 +14,10 @@ import (
 
 // A file without a byte order mark is read as UTF-8 when it is UTF-8 but for a few stray
 // lines (a row pasted from another program): at most maxStrayLines lines, and at most one in
-// strayLineRatio. Anything else is read as Windows-1252 throughout.
+// strayLineRatio. Past that limit, a file with at least as many lines of UTF-8 letters as
+// lines that are not UTF-8 is still UTF-8 (each stray value read as Windows-1252 with a
+// warning); one with more than maxStrayLines of each cannot be told and is refused; anything
+// else is read as Windows-1252 throughout (see chooseEncoding).
 const (
 	maxStrayLines  = 100
 	strayLineRatio = 100
@@ -98,6 +103,109 @@ func strayLinesSized(ctx context.Context, r io.Reader, size int) (stray, lines i
 // fewStray reports whether stray of lines lines leaves a file UTF-8.
 func fewStray(stray, lines int64) bool {
 	return stray == 0 || stray <= maxStrayLines && stray*strayLineRatio <= lines
+}
+
+// mixedCount is how many lines of a file hold UTF-8 letters (valid UTF-8 outside ASCII), and
+// how many are not valid UTF-8, with the first line of each (1-based; 0 when none).
+type mixedCount struct {
+	utf8, stray           int64
+	firstUTF8, firstStray int64
+}
+
+// countMixed reads r to the end and counts its lines of UTF-8 letters and its lines that are
+// not UTF-8, a piece at a time (memory stays bounded whatever a line's length).
+func countMixed(ctx context.Context, r io.Reader) (mixedCount, error) {
+	var m mixedCount
+	br := bufio.NewReaderSize(r, 256<<10)
+	var carry []byte                              // an incomplete character at the end of a piece
+	line, valid, letters := int64(1), true, false // the line's number, what it held so far
+	end := func() {
+		switch {
+		case !valid:
+			if m.stray++; m.firstStray == 0 {
+				m.firstStray = line
+			}
+		case letters:
+			if m.utf8++; m.firstUTF8 == 0 {
+				m.firstUTF8 = line
+			}
+		}
+		line, valid, letters = line+1, true, false
+	}
+	for {
+		piece, err := br.ReadSlice('\n')
+		if len(piece) > 0 {
+			data := append(carry, piece...)
+			nl := data[len(data)-1] == '\n'
+			keep := 0
+			if !nl && err == bufio.ErrBufferFull {
+				keep = incompleteRuneTail(data)
+			}
+			body := data[:len(data)-keep]
+			if valid && !utf8.Valid(body) {
+				valid = false
+			}
+			letters = letters || hasNonASCII(body)
+			carry = append(carry[:0], data[len(data)-keep:]...)
+			if nl {
+				end()
+			}
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return m, cerr
+		}
+		switch {
+		case err == io.EOF:
+			if len(carry) > 0 || !valid || letters {
+				if len(carry) > 0 {
+					valid = false
+				}
+				end()
+			}
+			return m, nil
+		case err != nil && err != bufio.ErrBufferFull:
+			return m, err
+		}
+	}
+}
+
+func hasNonASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
+
+// mixedEncoding reads the file again from its start to decide its encoding past the
+// stray-line limit (chooseEncoding): true for UTF-8.
+func (r *CSVReader) mixedEncoding(ctx context.Context) (bool, error) {
+	if _, err := r.f.Seek(0, io.SeekStart); err != nil {
+		return false, err
+	}
+	m, err := countMixed(ctx, r.f)
+	if err != nil {
+		return false, err
+	}
+	return chooseEncoding(m)
+}
+
+// chooseEncoding decides a file's encoding past the stray-line limit from its lines: UTF-8
+// when lines of UTF-8 letters are at least as many as lines that are not UTF-8, an error when
+// both are more than maxStrayLines, Windows-1252 otherwise.
+func chooseEncoding(m mixedCount) (utf8Text bool, err error) {
+	switch {
+	case m.utf8 >= m.stray:
+		return true, nil
+	case m.utf8 > maxStrayLines:
+		return false, fmt.Errorf("%w: %d lines hold UTF-8 letters (the first is line %d) and %d lines "+
+			"are not UTF-8 (the first is line %d), past the %d stray lines read as Windows-1252 in a UTF-8 file: "+
+			"set the file's encoding: encoding = \"utf-8\" reads the others as Windows-1252 with a warning each "+
+			"(stray_lines = \"reject\" rejects their rows instead), encoding = \"windows-1252\" reads every line so",
+			ErrMixedEncoding, m.utf8, m.firstUTF8, m.stray, m.firstStray, maxStrayLines)
+	}
+	return false, nil
 }
 
 // decodeStray decodes a value that is not valid UTF-8 as Windows-1252.

@@ -197,4 +197,8 @@ var (
 	// ErrTooLarge means a workbook would unpack to more than the configured limit, as a zip
 	// bomb does.
 	ErrTooLarge = errors.New("the workbook unpacks to more than the allowed size")
+	// ErrMixedEncoding means a text file without a byte order mark holds many lines of UTF-8
+	// letters and many lines that are not UTF-8, so its encoding cannot be told: it must be
+	// configured.
+	ErrMixedEncoding = errors.New("the file mixes encodings")
 )
