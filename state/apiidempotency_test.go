@@ -2,6 +2,8 @@ package state_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,5 +41,37 @@ func TestIdempotencyKeys(t *testing.T) {
 		a, err = s.BeginIdempotent(ctx, "crm", "k2", "POST /api/v1/forget")
 		require.NoError(t, err)
 		require.Nil(t, a, "abandoned: tried again")
+	})
+}
+
+// TestIdempotencyKeyRace: of two requests with one key at once, one goes ahead and the other
+// is told the first is under way.
+func TestIdempotencyKeyRace(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		for round := range 5 {
+			key := fmt.Sprintf("race-%d", round)
+			errs := make(chan error, 2)
+			firsts := make(chan bool, 2)
+			for range 2 {
+				go func() {
+					a, err := s.BeginIdempotent(ctx, "crm", key, "POST /api/v1/imports")
+					firsts <- err == nil && a == nil
+					errs <- err
+				}()
+			}
+			went, inProgress := 0, 0
+			for range 2 {
+				if <-firsts {
+					went++
+				}
+				if errors.Is(<-errs, state.ErrIdempotencyInProgress) {
+					inProgress++
+				}
+			}
+			require.Equal(t, 1, went, "one goes ahead")
+			require.Equal(t, 1, inProgress, "the other is told it is under way")
+		}
 	})
 }

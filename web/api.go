@@ -156,9 +156,27 @@ func (s *Server) api() http.Handler {
 	mux.HandleFunc("POST "+APIPrefix+"/forget", s.apiForget)
 	mux.HandleFunc("GET "+APIPrefix+"/suppression", s.apiSuppression)
 	mux.HandleFunc(APIPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowed(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.problem(w, http.StatusMethodNotAllowed, probInvalid, "", fmt.Sprintf("%s takes %s, not %s", r.URL.Path, strings.Join(allow, " or "), r.Method))
+			return
+		}
 		s.problem(w, http.StatusNotFound, probNotFound, "", fmt.Sprintf("no %s %s in the API (see %s/openapi.json)", r.Method, r.URL.Path, APIPrefix))
 	})
 	return s.apiLog(s.apiAuth(s.idempotent(mux)))
+}
+
+// allowed are the methods the API takes on r's path (none for a path it does not have).
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		other := r.Clone(r.Context())
+		other.Method = m
+		if _, pattern := mux.Handler(other); pattern != APIPrefix+"/" && pattern != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // statusWriter remembers the status of the answer.

@@ -534,3 +534,67 @@ func TestAPISyncsForgetSuppression(t *testing.T) {
 		})
 	}
 }
+
+// TestAPIDryRunSourceAndCancel: an upload with dry_run answers the plan of import
+// --dry-run --json and keeps nothing (no job, no staged file); JSON naming a source the
+// configuration lacks is refused naming the field; DELETE cancels a queued job, and a second
+// DELETE finds it ended (409).
+func TestAPIDryRunSourceAndCancel(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, "sqlite", web.Options{})
+	ctx := context.Background()
+	h, body := form(t, [][2]string{{"list", fmt.Sprint(e.list)}, {"dry_run", "true"}}, "kontakter.csv", []byte(importCSV))
+	resp, got := e.call("POST", "/api/v1/imports", e.token, h, body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
+	plan := decodeJSON[struct {
+		DryRun   bool  `json:"dry_run"`
+		Read     int64 `json:"read"`
+		Send     int64 `json:"send"`
+		Rejected int64 `json:"rejected"`
+	}](t, got)
+	require.True(t, plan.DryRun)
+	require.Equal(t, int64(4), plan.Read)
+	require.Equal(t, int64(3), plan.Send)
+	require.Equal(t, int64(1), plan.Rejected)
+	require.Zero(t, e.count("subsync_staged_file"), "a dry run keeps nothing")
+	queued, err := e.rt.Jobs(ctx)
+	require.NoError(t, err)
+	require.Empty(t, queued)
+
+	json := http.Header{"Content-Type": {"application/json"}}
+	resp, got = e.call("POST", "/api/v1/imports", e.token, json, []byte(fmt.Sprintf(`{"source": "crm", "list": %d}`, e.list)))
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s", got)
+	p := decodeJSON[problemAnswer](t, got)
+	require.Equal(t, "source", p.Field)
+	require.Equal(t, `"crm": no [sources.crm] in the worker's configuration`, p.Detail)
+
+	h, body = form(t, [][2]string{{"list", fmt.Sprint(e.list)}}, "kontakter.csv", []byte(importCSV))
+	resp, got = e.call("POST", "/api/v1/imports", e.token, h, body)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", got)
+	job := resp.Header.Get("Location")
+	resp, got = e.call("DELETE", job, e.token, nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
+	require.Equal(t, "cancelled", decodeJSON[jobAnswer](t, got).Job.State)
+	require.Zero(t, e.count("subsync_staged_file"), "the cancelled import's staged file goes")
+	resp, got = e.call("DELETE", job, e.token, nil, nil)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", got)
+	resp, got = e.call("GET", "/api/v1/jobs/999999", e.token, nil, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", got)
+	require.Equal(t, "job 999999: no such job", decodeJSON[problemAnswer](t, got).Detail)
+}
+
+// TestAPIUnknownMethod: a method a path does not take is 405 with Allow, as a problem. (Not
+// checked against the OpenAPI document, which has no operation to check it by.)
+func TestAPIUnknownMethod(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, "sqlite", web.Options{})
+	req, err := http.NewRequest("PUT", e.srv.URL+"/api/v1/runs", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := e.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Equal(t, "GET", resp.Header.Get("Allow"))
+	require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+}
