@@ -197,6 +197,12 @@ func (w *ForgetWorker) Work(ctx context.Context, job *river.Job[ForgetArgs]) err
 				a.run.Position++
 			}
 		}
+		// The pages that held the addresses are zeroed in the file (secure_delete); their older
+		// copies in SQLite's write-ahead log go with it.
+		if ok, err := rt.store.EmptyLog(ctx); err != nil || !ok {
+			a.log.WarnContext(ctx, "the write-ahead log could not be emptied: its older pages go at its next checkpoint",
+				slog.Any("error", err))
+		}
 		a.warning = forgetSummary(people, deleted, removed)
 		if unmatchedN > 0 {
 			a.warning += fmt.Sprintf("; the write-back of %d %s matched nothing in the source (%s)", unmatchedN,

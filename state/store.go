@@ -74,14 +74,16 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // SQLiteDSN returns the database/sql DSN (driver "sqlite") subsync uses for the SQLite file at
 // path: WAL journal, a 5 s busy timeout, synchronous=NORMAL (durable across a killed process;
-// the last commits may be lost on power loss), foreign keys on, and transactions that take the
-// write lock when they begin, so concurrent writers wait instead of failing with SQLITE_BUSY.
+// the last commits may be lost on power loss), foreign keys on, secure_delete (what is deleted
+// is overwritten with zeros, so an erased address stays in no free page), and transactions that
+// take the write lock when they begin, so concurrent writers wait instead of failing with
+// SQLITE_BUSY.
 func SQLiteDSN(path string) (string, error) {
 	if strings.ContainsAny(path, "?#") {
 		return "", fmt.Errorf("sqlite path %q: must not contain '?' or '#'", path)
 	}
 	return "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)" +
-		"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate", nil
+		"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=secure_delete(1)&_txlock=immediate", nil
 }
 
 // OpenSQLite opens (creating it and its directory if needed) the SQLite database at path with

@@ -118,6 +118,9 @@ func (f *filter) run(ctx context.Context, c *chunk) error {
 		clear(c.vals[n:])
 		c.rows, c.sources, c.vals = c.rows[:n], c.sources[:n], c.vals[:n]
 	}
+	if err := f.scrubErased(ctx, c); err != nil {
+		return err
+	}
 	if err := f.apply(ctx, c); err != nil {
 		return err
 	}

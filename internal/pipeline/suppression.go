@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/subsync/subsync/mapping"
@@ -50,7 +52,7 @@ func (f *filter) suppress(c *chunk) {
 		if f.sup.Erased(c.emails[i]) {
 			// The reject keeps no value: the address must not come back into subsync's tables.
 			c.reject(mapping.Reject{Ordinal: r.Ordinal, Line: r.Line, Sheet: r.Sheet, Code: mapping.CodeErased,
-				Message: "the person was erased at their request (subsync forget) and is never sent again"}, nil)
+				Message: erasedMessage}, nil)
 			c.skip[i] = true
 			continue
 		}
@@ -116,4 +118,61 @@ func (f *filter) refreshSuppressions(ctx context.Context) error {
 	}
 	f.sup = sup
 	return nil
+}
+
+// erasedMessage is the reason of an erased person's reject.
+const erasedMessage = "the person was erased at their request (subsync forget) and is never sent again"
+
+// scrubErased turns each reject or warning of the chunk that holds an erased person's address
+// (in its value, another problem's or its row, written however: capitals, a trailing dot,
+// in angle brackets, after mailto:) into the erased person's reject, which keeps no value and
+// no row: mapping rejects such a row before suppress can tell whose it is, and its reject must
+// not bring the address back into subsync's tables.
+func (f *filter) scrubErased(ctx context.Context, c *chunk) error {
+	if !slices.ContainsFunc(c.outcomes, func(o outcome) bool { return o.reject != nil }) {
+		return nil
+	}
+	if err := f.refreshSuppressions(ctx); err != nil {
+		return err
+	}
+	for i := range c.outcomes {
+		o := &c.outcomes[i]
+		if o.reject == nil || o.reject.Code == mapping.CodeErased || !f.mentionsErased(o.reject) {
+			continue
+		}
+		if o.kind == outWarning {
+			// A value dropped from a row that is sent (the address in another column): the
+			// warning stays, without the value and the row.
+			o.reject = &state.Reject{Ordinal: o.reject.Ordinal, Line: o.reject.Line, Sheet: o.reject.Sheet,
+				Column: o.reject.Column, Code: o.reject.Code, Reason: o.reject.Reason}
+			continue
+		}
+		o.reject = &state.Reject{Ordinal: o.reject.Ordinal, Line: o.reject.Line, Sheet: o.reject.Sheet,
+			Code: mapping.CodeErased, Reason: erasedMessage}
+	}
+	return nil
+}
+
+// mentionsErased reports whether a reject's value, other problems' values or row hold an
+// address of an erased person.
+func (f *filter) mentionsErased(r *state.Reject) bool {
+	values := []string{r.Value}
+	for _, p := range r.More {
+		values = append(values, p.Value)
+	}
+	if row, err := state.DecodeRow(r.Row); err == nil {
+		values = append(values, row...)
+	}
+	for _, v := range values {
+		if !strings.Contains(v, "@") {
+			continue
+		}
+		for _, w := range strings.FieldsFunc(v, func(c rune) bool { return strings.ContainsRune(" \t\r\n,;<>\"'()[]", c) }) {
+			w = strings.Trim(strings.TrimPrefix(strings.ToLower(w), "mailto:"), ".:")
+			if strings.Contains(w, "@") && f.sup.Erased(state.EmailHash(w)) {
+				return true
+			}
+		}
+	}
+	return false
 }
