@@ -130,6 +130,11 @@ func (e *apiEnv) validate(req *http.Request, reqBody []byte, resp *http.Response
 	require.NoError(e.t, err, "%s %s is in the OpenAPI document", req.Method, req.URL.Path)
 	opts := &openapi3filter.Options{IncludeResponseStatus: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
 	in := &openapi3filter.RequestValidationInput{Request: match, PathParams: params, Route: route, Options: opts}
+	if resp.StatusCode < 300 {
+		// A request the API took is one the document describes.
+		require.NoError(e.t, openapi3filter.ValidateRequest(context.Background(), in),
+			"%s %s was taken (%d) but is not as the OpenAPI document says", req.Method, req.URL.Path, resp.StatusCode)
+	}
 	err = openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: in, Status: resp.StatusCode, Header: resp.Header,
 		Body: io.NopCloser(bytes.NewReader(body)), Options: opts,
