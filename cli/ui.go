@@ -67,7 +67,7 @@ func (a *app) uiCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ui",
 		Short: "Serve the pages (runs, rejects, syncs, suppression, health, River UI) without working jobs",
-		Long: `Serve subsync's pages, River UI, /metrics and /healthz on worker.metrics_address (or
+		Long: `Serve subsync's pages, River UI, the HTTP API (/api/v1), /metrics and /healthz on worker.metrics_address (or
 --addr), without working any job: for a machine that only looks. "Run now" queues the sync
 for the workers. The pages need a password (SUBSYNC_WEB_PASSWORD or web.password_file) on
 any address but loopback; without one subsync refuses to start (exit 2).`,

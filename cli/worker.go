@@ -85,7 +85,8 @@ func (a *app) runCommand() *cobra.Command {
 		Long: `Run the long-lived worker: it works queued imports, syncs and status pulls, inserts the
 scheduled ones (one elected leader per database, so a fleet runs each tick once), and
 serves the pages (runs, rejects, syncs, suppression, health; see subsync ui), River UI under
-/riverui/, /metrics and /healthz on worker.metrics_address. On any address but loopback the
+/riverui/, the HTTP API under /api/v1 (tokens from subsync tokens; docs/api.md), /metrics and
+/healthz on worker.metrics_address. On any address but loopback the
 pages need a password (SUBSYNC_WEB_PASSWORD or web.password_file): without one, run exits 2.
 
 On SIGINT or SIGTERM it stops taking jobs, lets batches in flight finish for up to
