@@ -64,3 +64,28 @@ func TestAPITokens(t *testing.T) {
 		require.Equal(t, "crm", got.Name)
 	})
 }
+
+// TestAPITokenUseWrittenOncePerMinute: a client polling with a token does not write its last
+// use on every call (SQLite has one writer, which the runs' checkpoints need).
+func TestAPITokenUseWrittenOncePerMinute(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		tok, err := s.CreateAPIToken(ctx, "poller", true)
+		require.NoError(t, err)
+		lastUsed := func() int64 {
+			var v int64
+			require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT last_used_at FROM subsync_api_token WHERE name = 'poller'`).Scan(&v))
+			return v
+		}
+		_, err = s.UseAPIToken(ctx, tok)
+		require.NoError(t, err)
+		first := lastUsed()
+		require.NotZero(t, first)
+		for range 3 {
+			_, err = s.UseAPIToken(ctx, tok)
+			require.NoError(t, err)
+		}
+		require.Equal(t, first, lastUsed(), "not written again within the minute")
+	})
+}
