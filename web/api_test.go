@@ -603,3 +603,25 @@ func TestAPIUnknownMethod(t *testing.T) {
 	require.Equal(t, "GET", resp.Header.Get("Allow"))
 	require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
 }
+
+// TestAPIImportMapping: the mapping field is a mapping file's TOML, used by the import (here
+// its dry run: Fornavn ignored, so the row of line 4 is still the one rejected); a mapping
+// that does not parse is refused naming the field, with nothing staged.
+func TestAPIImportMapping(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, "sqlite", web.Options{})
+	mappingTOML := "ignore = [\"Fornavn\"]\n[columns]\n\"E-post\" = \"email\"\n"
+	h, body := form(t, [][2]string{{"list", fmt.Sprint(e.list)}, {"mapping", mappingTOML}, {"dry_run", "1"}}, "kontakter.csv", []byte(importCSV))
+	resp, got := e.call("POST", "/api/v1/imports", e.token, h, body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
+	require.Contains(t, string(got), `"send":3`)
+	require.Contains(t, string(got), `"rejected":1`)
+
+	h, body = form(t, [][2]string{{"list", fmt.Sprint(e.list)}, {"mapping", "[columns]\n\"E-post\" = \"no-such-target\"\n"}}, "kontakter.csv", []byte(importCSV))
+	resp, got = e.call("POST", "/api/v1/imports", e.token, h, body)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s", got)
+	p := decodeJSON[problemAnswer](t, got)
+	require.Equal(t, "mapping", p.Field)
+	require.Contains(t, p.Detail, "no-such-target")
+	require.Zero(t, e.count("subsync_staged_file"), "nothing kept")
+}
