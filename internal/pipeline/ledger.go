@@ -213,25 +213,15 @@ func (l *ledger) count(lastRead, held, bytes int64) *commitUnit {
 	return u
 }
 
-// countOutcomes adds to u the outcomes at or below w.
+// countOutcomes adds to u the outcomes at or below w, and those of the rows above w that u
+// counts as acknowledged (Checkpoint.Acked): a resumed attempt reads those rows again for
+// their e-mails only, so their outcomes (a duplicate sent, a value dropped) are counted now,
+// with their batch, or never.
 func (l *ledger) countOutcomes(u *commitUnit, w int64) {
 	d := &u.cp.Delta
 	n := 0
 	for n < len(l.outcomes) && l.outcomes[n].ord <= w {
-		o := l.outcomes[n]
-		*d = d.Add(o.counts())
-		if o.refresh != nil {
-			u.fps = append(u.fps, *o.refresh)
-		}
-		switch {
-		case o.kind == outWarning:
-			u.cp.Warnings = append(u.cp.Warnings, *o.reject)
-		case o.reject != nil:
-			u.cp.Rejects = append(u.cp.Rejects, *o.reject)
-		}
-		if o.member != nil {
-			l.rosterChange(u).Add = append(l.rosterChange(u).Add, *o.member)
-		}
+		l.countOutcome(u, l.outcomes[n])
 		n++
 	}
 	if n < len(l.outcomes) && l.outcomes[n].straddles(w) {
@@ -239,6 +229,41 @@ func (l *ledger) countOutcomes(u *commitUnit, w int64) {
 		*d = d.Add(head.counts())
 	}
 	l.outcomes = append(l.outcomes[:0], l.outcomes[n:]...)
+	if len(u.cp.Acked) == 0 || len(l.outcomes) == 0 {
+		return
+	}
+	acked := map[int64]bool{}
+	for _, ords := range u.cp.Acked {
+		for _, o := range ords {
+			acked[o] = true
+		}
+	}
+	l.outcomes = slices.DeleteFunc(l.outcomes, func(o outcome) bool {
+		if o.run == 0 && acked[o.ord] {
+			l.countOutcome(u, o)
+			return true
+		}
+		return false
+	})
+}
+
+// countOutcome adds one outcome to u: its counts, its fingerprint refresh, its reject or
+// warning, its roster member.
+func (l *ledger) countOutcome(u *commitUnit, o outcome) {
+	d := &u.cp.Delta
+	*d = d.Add(o.counts())
+	if o.refresh != nil {
+		u.fps = append(u.fps, *o.refresh)
+	}
+	switch {
+	case o.kind == outWarning:
+		u.cp.Warnings = append(u.cp.Warnings, *o.reject)
+	case o.reject != nil:
+		u.cp.Rejects = append(u.cp.Rejects, *o.reject)
+	}
+	if o.member != nil {
+		l.rosterChange(u).Add = append(l.rosterChange(u).Add, *o.member)
+	}
 }
 
 // countBatch adds an acknowledged batch to u, whole: the batch, its requests, its rows sent

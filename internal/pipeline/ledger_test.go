@@ -117,6 +117,23 @@ func TestLedger(t *testing.T) {
 				Delta: state.Counts{Read: 6, Sent: 3, Batches: 1, Requests: 1}}},
 		},
 	}, {
+		// The outcomes of the rows of a batch acknowledged above the checkpoint (a duplicate
+		// sent, a value dropped) are counted with the batch: an attempt resuming at the
+		// checkpoint reads those rows for their e-mails only, so would never count them (#35).
+		name: "the outcomes of rows acknowledged above the checkpoint", window: 4, batches: [][]int64{{1, 2}, {3, 4}},
+		steps: []ledgerStep{
+			{send: 1}, {send: 2},
+			{await: []outcome{{ord: 2, kind: outWarning, reject: &state.Reject{Line: 3}}, {ord: 4, kind: outDuplicate},
+				{ord: 4, kind: outWarning, reject: &state.Reject{Line: 5}}, {ord: 5, kind: outDuplicate}}},
+			{answer: 2, res: sink.BatchResult{Sent: 2, Requests: 1}},
+			{count: true, lastRead: 5, wantFPs: 2, wantUnit: &state.Checkpoint{Position: 0,
+				Delta: state.Counts{Sent: 2, Duplicates: 1, Batches: 1, Requests: 1}, Acked: [][]int64{{3, 4}},
+				Warnings: []state.Reject{{Line: 5}}}},
+			{answer: 1, res: sink.BatchResult{Requests: 1}, err: wait, wantErr: wait},
+			{count: true, lastRead: 5, wantUnit: &state.Checkpoint{Position: 0, Delta: state.Counts{Requests: 1, Retries: 1}},
+				wantErr: wait}, // the attempt ends: rows 1 and 2 are sent again, 3 and 4 only read
+		},
+	}, {
 		// A batch whose request failed is the run's failure and holds the checkpoint; its
 		// requests are counted all the same, the one answered with a wait as a retry too.
 		name: "a failed batch", window: 2, batches: [][]int64{{1, 2}, {3, 4}},
