@@ -43,9 +43,13 @@ func PrepareSpec(ctx context.Context, spec mapping.Spec, src sources.Config, hea
 }
 
 // needsSample reports whether making spec ready for header decides anything from the data:
-// a choice between columns, or the order of a date column.
+// a choice between the columns automatic mapping places, or the order of a date column.
 func needsSample(spec mapping.Spec, header []string) bool {
-	if len(spec.Columns) == 0 && mapping.Ambiguous(header) {
+	var rest []string
+	for _, i := range spec.AutoColumns(header) {
+		rest = append(rest, header[i])
+	}
+	if mapping.Ambiguous(rest) {
 		return true
 	}
 	if spec.DateFormat != "" {

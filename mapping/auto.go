@@ -187,9 +187,11 @@ func emailFallbacks(header []string, cols []int, chosen int) []string {
 	return out
 }
 
-// WithAuto returns s with its columns filled by Auto when it has none (the other settings
-// kept), and the columns left unplaced (ignored columns excluded). A spec with columns is
-// returned as it is, with nil.
+// WithAuto returns s with the header's columns it does not name mapped by Auto (the other
+// settings kept), and the columns left unplaced (ignored columns excluded). A spec with no
+// columns is mapped by Auto whole; a partial [columns] table keeps its own columns and gets
+// the others from Auto, for targets it does not fill itself (see [Spec.WithAutoSampled]).
+// With NoAuto (auto = false) the spec is returned as it is, with nil.
 func (s Spec) WithAuto(header []string) (Spec, []string) {
 	s, unplaced, _ := s.WithAutoSampled(header, nil)
 	return s, unplaced
@@ -197,12 +199,113 @@ func (s Spec) WithAuto(header []string) (Spec, []string) {
 
 // WithAutoSampled is [Spec.WithAuto] deciding between candidate columns by sample (see
 // [AutoSampled]); it also returns the choices made.
+//
+// With columns of its own, the spec's columns, their e-mail fallbacks, its ignore list and
+// the columns of a rejects export are left to it; the rest of the header is mapped by
+// AutoSampled, except to a target the spec already fills (by a column, a constant or a
+// computed field: "Mail" = "email" leaves an "E-post" column unplaced, not a second e-mail).
 func (s Spec) WithAutoSampled(header []string, sample [][]string) (Spec, []string, []Choice) {
-	if len(s.Columns) > 0 {
+	if s.NoAuto {
 		return s, nil, nil
 	}
-	auto, unplaced, choices := AutoSampled(header, sample)
-	s.Columns = auto.Columns
-	unplaced = slices.DeleteFunc(unplaced, func(c string) bool { return slices.Contains(s.Ignore, c) })
-	return s, unplaced, choices
+	if len(s.Columns) == 0 {
+		auto, unplaced, choices := AutoSampled(header, sample)
+		s.Columns = auto.Columns
+		unplaced = slices.DeleteFunc(unplaced, func(c string) bool { return slices.Contains(s.Ignore, c) })
+		return s, unplaced, choices
+	}
+	rest := s.AutoColumns(header)
+	if len(rest) == 0 {
+		return s, nil, nil
+	}
+	sub := make([]string, len(rest))
+	for k, i := range rest {
+		sub[k] = header[i]
+	}
+	var subSample [][]string
+	for _, row := range sample {
+		r := make([]string, len(rest))
+		for k, i := range rest {
+			if i < len(row) {
+				r[k] = row[i]
+			}
+		}
+		subSample = append(subSample, r)
+	}
+	auto, unplaced, choices := AutoSampled(sub, subSample)
+	taken := s.filledTargets()
+	cols := make(map[string]Column, len(s.Columns)+len(auto.Columns))
+	for col, c := range s.Columns {
+		cols[col] = c
+	}
+	for _, h := range sub {
+		c, ok := auto.Columns[h]
+		switch {
+		case !ok:
+		case c.To != TargetTags && taken[targetString(c)]:
+			unplaced = append(unplaced, h)
+			for _, f := range c.Fallback {
+				unplaced = append(unplaced, f)
+			}
+		default:
+			cols[h] = c
+		}
+	}
+	s.Columns = cols
+	// In header order, once each.
+	unplaced = slices.DeleteFunc(slices.Clone(sub), func(h string) bool {
+		return !slices.Contains(unplaced, h)
+	})
+	return s, slices.Compact(unplaced), choices
+}
+
+// AutoColumns are the indexes of the header's columns that automatic mapping may place for
+// s: none with NoAuto; with no columns, all; else those s does not name (as Compile finds
+// them: exactly, or ignoring case), nor lists as an e-mail fallback or under ignore, and not
+// a rejects export's.
+func (s Spec) AutoColumns(header []string) []int {
+	if s.NoAuto {
+		return nil
+	}
+	named := make([]bool, len(header))
+	mark := func(col string) {
+		if i, msg := findColumn(header, col); msg == "" {
+			named[i] = true
+		}
+	}
+	for col, c := range s.Columns {
+		mark(col)
+		for _, f := range c.Fallback {
+			mark(f)
+		}
+	}
+	for _, col := range s.Ignore {
+		mark(col)
+	}
+	var out []int
+	for i, h := range header {
+		if !named[i] && !strings.HasPrefix(h, rejectfile.Prefix) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// filledTargets are the targets s fills itself, as targetString writes them: its columns'
+// (but tags and ignore, of which there may be several), its constants' and its computed
+// fields'.
+func (s Spec) filledTargets() map[string]bool {
+	taken := map[string]bool{}
+	for _, c := range s.Columns {
+		if c.To != TargetTags && c.To != TargetIgnore {
+			taken[targetString(c)] = true
+		}
+	}
+	for t := range s.Constants {
+		taken[t] = true
+	}
+	for t := range s.Computed {
+		taken[t] = true
+	}
+	return taken
 }

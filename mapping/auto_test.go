@@ -137,8 +137,70 @@ func TestSpecWithAuto(t *testing.T) {
 	require.Equal(t, map[string]Column{"E-post": {To: sink.FieldEmail}, "Fornavn": {To: sink.FieldFirstname}}, spec.Columns)
 	require.Equal(t, []string{"Notat"}, unplaced)
 
-	given := Spec{Columns: map[string]Column{"E-post": {To: sink.FieldEmail}}}
+	given := Spec{Columns: map[string]Column{"E-post": {To: sink.FieldEmail}}, NoAuto: true}
 	same, unplaced := given.WithAuto(header)
 	require.Equal(t, given, same)
 	require.Nil(t, unplaced)
+}
+
+// TestPartialColumnsAutoMapsTheRest: a [columns] table that names some columns gets the
+// others mapped by their names, but never to a target it fills itself, and not the columns
+// it ignores; auto = false maps only what it names.
+func TestPartialColumnsAutoMapsTheRest(t *testing.T) {
+	t.Parallel()
+	header := []string{"Mail", "E-post", "Fornavn", "Etternavn", "Mobil", "Telefon", "Notat", "Intern", "Firma"}
+	spec, err := ParseSpec([]byte(`ignore = ["Intern"]
+[columns]
+Mail = "email"
+Telefon = "phone"
+[constants]
+company = "Acme AS"
+`))
+	require.NoError(t, err)
+	got, unplaced := spec.WithAuto(header)
+	require.Equal(t, map[string]Column{
+		"Mail":      {To: sink.FieldEmail},
+		"Telefon":   {To: sink.FieldPhone},
+		"Fornavn":   {To: sink.FieldFirstname},
+		"Etternavn": {To: sink.FieldLastname},
+	}, got.Columns)
+	// E-post, Mobil and Firma would fill targets the mapping fills itself; Notat has no name
+	// the auto-mapper knows.
+	require.Equal(t, []string{"E-post", "Mobil", "Notat", "Firma"}, unplaced)
+
+	m, err := Compile(got, header, Fields{})
+	require.NoError(t, err)
+	row, rej := m.Map(sources.Record{Line: 2, Values: []string{"kari@example.no", "", "Kari", "Nordmann", "", "+47 22 33 44 55", "x", "y", "Z AS"}})
+	require.Nil(t, rej)
+	require.Equal(t, "Kari", row.Sub.Firstname)
+	require.Equal(t, "Nordmann", row.Sub.Lastname)
+	require.Equal(t, "Acme AS", row.Sub.Company)
+	require.Equal(t, []string{"E-post", "Mobil", "Notat", "Firma"}, m.Unplaced())
+
+	// The e-mail named by the mapping under another name: the export's address columns stay
+	// unplaced, the rest is mapped.
+	spec, err = ParseSpec([]byte(`[columns]
+"E-post" = { to = "email", fallback = ["E-post 2-adresse"] }
+`))
+	require.NoError(t, err)
+	got, unplaced = spec.WithAuto([]string{"E-post", "E-post 2-adresse", "E-post 3-adresse", "Fornavn"})
+	require.Equal(t, map[string]Column{
+		"E-post":  {To: sink.FieldEmail, Fallback: []string{"E-post 2-adresse"}},
+		"Fornavn": {To: sink.FieldFirstname},
+	}, got.Columns)
+	require.Equal(t, []string{"E-post 3-adresse"}, unplaced)
+
+	spec, err = ParseSpec([]byte(`auto = false
+[columns]
+Mail = "email"
+`))
+	require.NoError(t, err)
+	require.True(t, spec.NoAuto)
+	got, unplaced = spec.WithAuto(header)
+	require.Equal(t, map[string]Column{"Mail": {To: sink.FieldEmail}}, got.Columns)
+	require.Nil(t, unplaced)
+	require.Contains(t, string(spec.TOML("")), "auto = false\n")
+	back, err := ParseSpec(spec.TOML(""))
+	require.NoError(t, err)
+	require.Equal(t, spec, back)
 }

@@ -72,6 +72,8 @@ var datatypes = []string{
 //	ignore          = ["Notat"] # columns deliberately not sent
 //	on_invalid      = "reject"  # an invalid optional value: reject the row, or "drop" the value
 //	tags            = ["import"] # tags added to every row
+//	auto            = false     # map only the columns named below (default true: the
+//	                            # header's other columns are mapped by their names)
 //
 //	[columns]
 //	"E-post"     = "email"         # a subscriber field: email firstname lastname address zip
@@ -111,6 +113,10 @@ type Spec struct {
 	// Computed are targets whose values expressions compute from the row's columns
 	// (firstname = 'split(Navn, " ")[0]'), checked as a column's values are.
 	Computed map[string]string `json:"computed,omitempty"`
+	// NoAuto (auto = false in TOML) maps only the columns the spec names: without it, the
+	// header's other columns are mapped by their names as with no mapping (see
+	// [Spec.WithAuto]).
+	NoAuto bool `json:"no_auto,omitempty"`
 }
 
 // Column says where one source column goes.
@@ -297,6 +303,13 @@ func (s *Spec) fromMap(m map[string]any) error {
 			} else {
 				s.Ignore = list
 			}
+		case "auto":
+			b, ok := v.(bool)
+			if !ok {
+				e.add(k, "want true or false, got %s", tomlType(v))
+				continue
+			}
+			s.NoAuto = !b
 		case "create_missing":
 			b, ok := v.(bool)
 			if !ok {
@@ -377,7 +390,7 @@ func (s *Spec) fromMap(m map[string]any) error {
 			}
 			s.DefaultCountry = c
 		default:
-			e.add(keyPath(k), "unknown key (want columns, constants, tags, ignore, create_missing, duplicates, default_country, on_invalid, date_format, where or computed)")
+			e.add(keyPath(k), "unknown key (want columns, auto, constants, tags, ignore, create_missing, duplicates, default_country, on_invalid, date_format, where or computed)")
 		}
 	}
 	for _, col := range s.Ignore {

@@ -39,6 +39,9 @@ func (s Spec) TOML(header string) []byte {
 	if len(s.Tags) > 0 {
 		fmt.Fprintf(&b, "tags = %s\n", tomlStrings(s.Tags))
 	}
+	if s.NoAuto {
+		b.WriteString("auto = false\n")
+	}
 	if s.CreateMissing {
 		b.WriteString("create_missing = true\n")
 	}

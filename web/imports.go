@@ -409,11 +409,13 @@ func (s *Server) targets(ctx context.Context, d *importData) []targetOption {
 
 // spec is the mapping the page's columns make: each column's target as chosen (the automatic
 // mapping's column kept whole where the choice is its own), "ignore" for a column left out on
-// purpose, nothing for one not sent.
+// purpose, nothing for one not sent. It is whole (auto = false): a column the page does not
+// send is not mapped by its name again.
 func (d *importData) spec() mapping.Spec {
 	spec := d.Facts.Auto
 	spec.Columns = map[string]mapping.Column{}
 	spec.Ignore = nil
+	spec.NoAuto = true
 	for _, c := range d.Columns {
 		switch {
 		case c.Target == "":
