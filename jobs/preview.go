@@ -29,6 +29,7 @@ type Preview struct {
 // sources.Open said, after "open PATH".
 func OpenPreview(ctx context.Context, src sources.Config, spec mapping.Spec, fs mapping.FieldService) (Preview, error) {
 	src.IsHeader = HeaderMapsEmail(&spec)
+	src = readStable(src, &spec)
 	r, err := sources.Open(ctx, src)
 	if err != nil {
 		return Preview{}, fmt.Errorf("open %s: %w", src.Path, err)

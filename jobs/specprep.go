@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/subsync/subsync/mapping"
 	"github.com/subsync/subsync/sink"
@@ -62,4 +64,23 @@ func needsSample(spec mapping.Spec, header []string) bool {
 		}
 	}
 	return false
+}
+
+// readStable makes a SQL source read in a stable order (sources.SQLOptions.Stable): by the
+// column m maps to external_id when it maps one, then by the whole row, so which duplicate
+// wins and the line a row is reported at are the same in every run. m may be nil.
+func readStable(src sources.Config, m *mapping.Spec) sources.Config {
+	if src.Kind != sources.KindSQL {
+		return src
+	}
+	src.Stable = true
+	if m != nil {
+		for _, col := range slices.Sorted(maps.Keys(m.Columns)) {
+			if m.Columns[col].To == sink.FieldExternalID {
+				src.OrderBy = col
+				break
+			}
+		}
+	}
+	return src
 }

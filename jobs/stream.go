@@ -109,7 +109,7 @@ func (s streamSpec) sourceConfig() sources.Config {
 		// A workbook without a sheet or header row given: the mapping finds them.
 		src.IsHeader = HeaderMapsEmail(s.mapping)
 	}
-	return src
+	return readStable(src, s.mapping)
 }
 
 // checkList fails at once, permanently, when the list does not exist (GET

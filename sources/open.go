@@ -38,13 +38,15 @@ type Config struct {
 	// IsHeader, for an xlsx source without Sheet, SheetIndex and HeaderRow, finds the
 	// worksheet and header row (see XLSXOptions.IsHeader).
 	IsHeader func(cells []string) bool `json:"-"`
-	// Driver, DSN, Query, WatermarkColumn and Watermark describe a sql source
+	// Driver, DSN, Query, WatermarkColumn, Watermark, Stable and OrderBy describe a sql source
 	// (see SQLOptions). The DSN is a secret: String and LogValue redact it.
 	Driver          string
 	DSN             string
 	Query           string
 	WatermarkColumn string
 	Watermark       string
+	Stable          bool
+	OrderBy         string
 }
 
 // String describes the source with the DSN's password redacted.
@@ -86,7 +88,7 @@ func Open(ctx context.Context, cfg Config) (Reader, error) {
 	case KindXLSX:
 		return OpenXLSX(ctx, cfg.Path, XLSXOptions{Sheet: cfg.Sheet, SheetIndex: cfg.SheetIndex, HeaderRow: cfg.HeaderRow, IsHeader: cfg.IsHeader})
 	case KindSQL:
-		return OpenSQL(ctx, SQLOptions{Driver: cfg.Driver, DSN: cfg.DSN, Query: cfg.Query, WatermarkColumn: cfg.WatermarkColumn, Watermark: cfg.Watermark})
+		return OpenSQL(ctx, SQLOptions{Driver: cfg.Driver, DSN: cfg.DSN, Query: cfg.Query, WatermarkColumn: cfg.WatermarkColumn, Watermark: cfg.Watermark, Stable: cfg.Stable, OrderBy: cfg.OrderBy})
 	}
 	return nil, fmt.Errorf("source kind %q: want csv, xlsx or sql", kind)
 }

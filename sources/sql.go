@@ -47,6 +47,21 @@ type SQLOptions struct {
 	// Watermark is the largest value of WatermarkColumn seen by the last successful run, as
 	// Watermark returned it; "" reads all rows.
 	Watermark string
+	// Stable reads the rows in a stable order, whatever order the database keeps them in
+	// (Postgres moves an updated row, a plan can change): the query is nested as
+	//
+	//	SELECT * FROM (<Query>) AS subsync_q ORDER BY [<WatermarkColumn>,] [<OrderBy>,] <the whole row>
+	//
+	// the whole row being every column in turn (MySQL, SQLite) or the row's text (Postgres),
+	// so that which of two rows for one address wins and each row's Record.Line are the same
+	// in every run over the same data. Query's own ORDER BY is overridden. The database
+	// sorts the whole result before the first row comes. Without Stable (and without a
+	// watermark) the rows come in the query's own order.
+	Stable bool
+	// OrderBy names the key column of Query's result (the one mapped to external_id) that a
+	// Stable read orders by first, found as WatermarkColumn is; "" or a name the result
+	// lacks: none.
+	OrderBy string
 }
 
 // SQLReader streams the rows of a query. It implements [Reader]; Record.Line is the
@@ -237,32 +252,11 @@ func openPgx(ctx context.Context, opts SQLOptions) (*pgxSource, []string, error)
 		return nil, nil, fmt.Errorf("begin read-only transaction: %w", err)
 	}
 	query, args := opts.Query, []any(nil)
-	if opts.WatermarkColumn != "" {
-		// Postgres casts the parameter to the column's type: the text is enough.
-		probe, err := s.tx.Query(ctx, watermarkQuery(opts.Query, "1", "false"))
-		if err != nil {
-			_ = s.close()
-			return nil, nil, fmt.Errorf("query: %w", err)
-		}
-		var names []string
-		for _, f := range probe.FieldDescriptions() {
-			names = append(names, f.Name)
-		}
-		probe.Close()
-		if err := probe.Err(); err != nil {
-			_ = s.close()
-			return nil, nil, fmt.Errorf("query: %w", err)
-		}
-		col, err := watermarkColumn(opts, names)
-		if err != nil {
+	if opts.Stable || opts.WatermarkColumn != "" {
+		if query, args, err = s.stableQuery(ctx, opts); err != nil {
 			_ = s.close()
 			return nil, nil, err
 		}
-		cond := ""
-		if opts.Watermark != "" {
-			cond, args = col+" > "+dialectOf(opts.Driver).placeholder, []any{opts.Watermark}
-		}
-		query = watermarkQuery(opts.Query, col, cond)
 	}
 	if s.rows, err = s.tx.Query(ctx, query, args...); err != nil {
 		_ = s.close()
@@ -285,6 +279,58 @@ func openPgx(ctx context.Context, opts SQLOptions) (*pgxSource, []string, error)
 		names[i] = f.Name
 	}
 	return s, names, nil
+}
+
+// stableQuery is opts.Query nested to be read in a stable order (see SQLOptions.OrderBy),
+// from an incremental read's watermark on when there is one. It asks the database the
+// query's columns first (running it with WHERE false).
+func (s *pgxSource) stableQuery(ctx context.Context, opts SQLOptions) (string, []any, error) {
+	probe, err := s.tx.Query(ctx, watermarkQuery(opts.Query, "1", "false"))
+	if err != nil {
+		return "", nil, fmt.Errorf("query: %w", err)
+	}
+	var names []string
+	for _, f := range probe.FieldDescriptions() {
+		names = append(names, f.Name)
+	}
+	probe.Close()
+	if err := probe.Err(); err != nil {
+		return "", nil, fmt.Errorf("query: %w", err)
+	}
+	var by []string
+	cond, args := "", []any(nil)
+	if opts.WatermarkColumn != "" {
+		col, err := watermarkColumn(opts, names)
+		if err != nil {
+			return "", nil, err
+		}
+		by = append(by, col)
+		if opts.Watermark != "" {
+			// Postgres casts the parameter to the column's type: the text is enough.
+			cond, args = col+" > "+dialectOf(opts.Driver).placeholder, []any{opts.Watermark}
+		}
+	}
+	return watermarkQuery(opts.Query, stableOrder(opts, names, by), cond), args, nil
+}
+
+// stableOrder is the ORDER BY of the nested query: the columns by (the watermark's), and for
+// a Stable read the key column (OrderBy) when the query has it, then the whole row.
+func stableOrder(opts SQLOptions, names, by []string) string {
+	d := dialectOf(opts.Driver)
+	if !opts.Stable {
+		return strings.Join(by, ", ") // a watermark's order, as before
+	}
+	if i := columnIndex(names, opts.OrderBy); opts.OrderBy != "" && i >= 0 {
+		by = append(by, "subsync_q."+d.quote(names[i]))
+	}
+	if isPostgres(opts.Driver) {
+		// Any column type has a text form, not every one an order (json, point).
+		return strings.Join(append(by, "subsync_q::text"), ", ")
+	}
+	for i := range names {
+		by = append(by, strconv.Itoa(i+1))
+	}
+	return strings.Join(by, ", ")
 }
 
 func (s *pgxSource) next() bool { return s.rows.Next() }
@@ -366,8 +412,8 @@ func openDatabaseSQL(ctx context.Context, opts SQLOptions) (*dbSource, []string,
 		return nil, nil, fmt.Errorf("begin read-only transaction: %w", err)
 	}
 	query, args := opts.Query, []any(nil)
-	if opts.WatermarkColumn != "" {
-		if query, args, err = s.watermark(ctx, opts); err != nil {
+	if opts.Stable || opts.WatermarkColumn != "" {
+		if query, args, err = s.stableQuery(ctx, opts); err != nil {
 			_ = s.close()
 			return nil, nil, err
 		}
@@ -398,10 +444,11 @@ func openDatabaseSQL(ctx context.Context, opts SQLOptions) (*dbSource, []string,
 	return s, names, nil
 }
 
-// watermark builds the incremental query. It asks the database the columns of the query
-// (running it with WHERE 1=0) to find the watermark column and its type, and passes the
-// watermark as a value of that type.
-func (s *dbSource) watermark(ctx context.Context, opts SQLOptions) (string, []any, error) {
+// stableQuery is opts.Query nested to be read in a stable order (see SQLOptions.OrderBy),
+// from an incremental read's watermark on when there is one. It asks the database the
+// query's columns (running it with WHERE 1=0), and for a watermark its column's type, to pass
+// the watermark as a value of that type.
+func (s *dbSource) stableQuery(ctx context.Context, opts SQLOptions) (string, []any, error) {
 	probe, err := s.tx.QueryContext(ctx, watermarkQuery(opts.Query, "1", "1=0"))
 	if err != nil {
 		return "", nil, fmt.Errorf("query: %w", err)
@@ -415,22 +462,26 @@ func (s *dbSource) watermark(ctx context.Context, opts SQLOptions) (string, []an
 	for i, c := range cols {
 		names[i] = c.Name()
 	}
+	if opts.WatermarkColumn == "" {
+		return watermarkQuery(opts.Query, stableOrder(opts, names, nil), ""), nil, nil
+	}
 	col, err := watermarkColumn(opts, names)
 	if err != nil {
 		return "", nil, err
 	}
+	order := stableOrder(opts, names, []string{col})
 	if opts.Watermark == "" {
-		return watermarkQuery(opts.Query, col, ""), nil, nil
+		return watermarkQuery(opts.Query, order, ""), nil, nil
 	}
 	typ := strings.ToUpper(cols[columnIndex(names, opts.WatermarkColumn)].DatabaseTypeName())
 	n, intErr := strconv.ParseInt(opts.Watermark, 10, 64)
 	switch {
 	case opts.Driver == "sqlite" && (typ == "DATE" || typ == "DATETIME" || typ == "TIMESTAMP"):
-		return watermarkQuery(opts.Query, col, "julianday("+col+") > julianday(?)"), []any{opts.Watermark}, nil
+		return watermarkQuery(opts.Query, order, "julianday("+col+") > julianday(?)"), []any{opts.Watermark}, nil
 	case intErr == nil && (strings.Contains(typ, "INT") || typ == ""):
-		return watermarkQuery(opts.Query, col, col+" > ?"), []any{n}, nil
+		return watermarkQuery(opts.Query, order, col+" > ?"), []any{n}, nil
 	}
-	return watermarkQuery(opts.Query, col, col+" > ?"), []any{opts.Watermark}, nil
+	return watermarkQuery(opts.Query, order, col+" > ?"), []any{opts.Watermark}, nil
 }
 
 func (s *dbSource) next() bool { return s.rows.Next() }
