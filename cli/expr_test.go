@@ -46,6 +46,12 @@ company = '"Kunde i " + lower(Land)'
 	}
 	require.ElementsMatch(t, []string{"Kari/Kunde i no", "Ola/Kunde i no"}, names)
 	require.Contains(t, h.ok("runs", fmt.Sprint(run.ID)), "filtered (where)")
+	require.Equal(t, int64(2), decode[runJSON](t, h.ok("runs", fmt.Sprint(run.ID), "--json")).Counts.Filtered)
+
+	// import --wait says so in words too, and so does the runs list.
+	again := h.ok("import", file, "--list", fmt.Sprint(list), "--mapping", mapFile, "--wait")
+	require.Regexp(t, `filtered \(where\):\s+2\n`, again)
+	require.Contains(t, h.ok("runs"), "2 filtered (where)")
 }
 
 // TestConfigCheckExpressionSyntaxError: an expression with a syntax error fails config check

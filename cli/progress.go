@@ -188,7 +188,11 @@ func (p *progress) line(pr jobs.Progress) string {
 // doing is what the run did so far, in the words of its kind.
 func (p *progress) doing(pr jobs.Progress) string {
 	if pr.Kind == "" || pr.Kind == state.KindImport || pr.Kind == state.KindSync {
-		return fmt.Sprintf("%d sent, %d rejected", pr.Counts.Sent, pr.Counts.Rejected)
+		s := fmt.Sprintf("%d sent, %d rejected", pr.Counts.Sent, pr.Counts.Rejected)
+		if pr.Counts.Filtered > 0 {
+			s += fmt.Sprintf(", %d filtered (where)", pr.Counts.Filtered)
+		}
+		return s
 	}
 	return jobs.DescribeRun(state.Run{Kind: pr.Kind, Name: pr.Name, Counts: pr.Counts}).Summary()
 }

@@ -78,6 +78,9 @@ func TestLogLinesNeverDrawnOverTheBar(t *testing.T) {
 	lines = screen(term.Bytes())
 	require.Len(t, lines, 4, "%q", lines)
 	require.Equal(t, "completed: 1000 rows in 10s (100 rows/s): 990 sent, 10 rejected", lines[2], "the last line keeps its place")
+	// Rows a where expression left out are told too.
+	require.Equal(t, "2 sent, 0 rejected, 2 filtered (where)",
+		p.doing(jobs.Progress{Kind: "import", Counts: state.Counts{Sent: 2, Filtered: 2}}))
 	require.Empty(t, lines[3], "what follows starts on a line of its own")
 	a.log.Info("after")
 	require.Regexp(t, `^time=\S+ level=INFO msg=after$`, screen(term.Bytes())[3])
