@@ -19,8 +19,8 @@ import (
 )
 
 // TestRunPageShowsFiltered: an import whose mapping's where = 'Land == "NO"' keeps two rows of
-// four shows, on its run page in Chromium, 2 sent and 2 filtered, none rejected. On SQLite
-// and Postgres.
+// four shows, on its run page in Chromium, 2 sent and 2 filtered, none rejected, and the runs
+// list shows its 2 filtered. On SQLite and Postgres.
 func TestRunPageShowsFiltered(t *testing.T) {
 	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
@@ -53,6 +53,10 @@ func TestRunPageShowsFiltered(t *testing.T) {
 			require.Contains(t, counts, "Sent\t2")
 			require.Contains(t, counts, "Rejected\t0")
 			require.Contains(t, counts, "Filtered (where)\t2")
+
+			// And the runs list, in its own column.
+			require.Equal(t, 200, p.Navigate(srv.URL+"/runs"))
+			require.Equal(t, "2", p.Text("#runs tbody tr td[data-count=filtered]"))
 		})
 	}
 }
