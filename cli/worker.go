@@ -233,14 +233,20 @@ func (a *app) queued(ctx context.Context, rt *jobs.Runtime, jobID int64, wait, a
 	// Interrupted (Ctrl-C), the job this command queued must not stay behind: it is cancelled
 	// (a queued one at once, a running one as soon as its worker, often this command, notices)
 	// and the wait goes on until its run has ended, so that this command's own worker stops
-	// with no job in hand. A second Ctrl-C ends the process at once (see main).
+	// with no job in hand. When the cancellation cannot be recorded (a full disk), the wait
+	// ends at once: the job resumes under the next worker. A second Ctrl-C ends the process
+	// at once (see main).
 	waitCtx, stopWaiting := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWaiting()
 	cancelled := make(chan error, 1)
 	go func() {
 		select {
 		case <-ctx.Done():
-			cancelled <- rt.CancelJob(waitCtx, jobID)
+			err := rt.CancelJob(waitCtx, jobID)
+			if err != nil {
+				stopWaiting()
+			}
+			cancelled <- err
 		case <-waitCtx.Done():
 		}
 	}()

@@ -200,6 +200,7 @@ func (a *attempt) finish(ctx, jobCtx context.Context, workErr, cause error) erro
 	final := func(st state.RunState, msg string) {
 		if err := rt.store.Finish(ctx, run.ID, a.owner, st, msg); err != nil {
 			a.log.ErrorContext(ctx, "could not record the end of the run", slog.Any("error", err))
+			rt.loseEnd(a.job.ID, run.ID, st, msg, err)
 			return
 		}
 		defer rt.signalRunEnded()
@@ -224,6 +225,9 @@ func (a *attempt) finish(ctx, jobCtx context.Context, workErr, cause error) erro
 	default:
 	}
 
+	if state.IsDiskFull(workErr) {
+		workErr = permanent(rt.diskFull(workErr))
+	}
 	var ae *sink.APIError
 	switch {
 	case workErr == nil:

@@ -181,5 +181,6 @@ type queue interface {
 	PeriodicJobs() *river.PeriodicJobBundle
 	Start(ctx context.Context) error
 	Stop(ctx context.Context) error
+	StopAndCancel(ctx context.Context) error
 	Stopped() <-chan struct{}
 }

@@ -42,10 +42,11 @@ type Runtime struct {
 	service serviceHealth
 
 	mu       sync.Mutex
-	ended    chan struct{} // closed (and replaced) when a run of this process reaches a final state
-	working  bool          // the River client is started (by Run or Wait)
-	stopping chan struct{} // closed when the working session starts stopping
-	periodic bool          // schedules were added to the client
+	ended    chan struct{}     // closed (and replaced) when a run of this process reaches a final state
+	working  bool              // the River client is started (by Run or Wait)
+	stopping chan struct{}     // closed when the working session starts stopping
+	lost     map[int64]lostEnd // by job: ends of runs of this process the database could not record
+	periodic bool              // schedules were added to the client
 
 	uiCtx    context.Context // River UI's background services run until Close
 	uiCancel context.CancelFunc
@@ -210,7 +211,7 @@ func (rt *Runtime) RunServing(ctx context.Context, h http.Handler) error {
 	}
 	stopBeat() // from now on a command waiting for a run works it itself
 	<-beatDone
-	stopErr := stop()
+	stopErr := stop(false)
 	if srv != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		_ = srv.Shutdown(sctx)
@@ -227,8 +228,8 @@ func (rt *Runtime) RunServing(ctx context.Context, h http.Handler) error {
 }
 
 // startWorking starts the River client (with the schedules when periodic) and the lease
-// sweeper. The returned stop function stops both gracefully.
-func (rt *Runtime) startWorking(ctx context.Context, periodic bool) (stop func() error, err error) {
+// sweeper. The returned stop function stops both gracefully, or in a hurry (see stopQueue).
+func (rt *Runtime) startWorking(ctx context.Context, periodic bool) (stop func(hurry bool) error, err error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.working {
@@ -255,15 +256,11 @@ func (rt *Runtime) startWorking(ctx context.Context, periodic bool) (stop func()
 		rt.sweep(sweepCtx)
 	}()
 	stopping := rt.stopping
-	return func() error {
+	return func(hurry bool) error {
 		close(stopping)
 		cancelSweep()
 		<-sweepDone
-		// River cancels the jobs' contexts after SoftStopTimeout; the extra time is for them
-		// to write their last checkpoint and return.
-		sctx, cancel := context.WithTimeout(base, rt.cfg.ShutdownTimeout+10*time.Second)
-		defer cancel()
-		err := rt.q.Stop(sctx)
+		err := rt.stopQueue(base, hurry)
 		rt.mu.Lock()
 		rt.working = false
 		rt.mu.Unlock()

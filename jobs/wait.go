@@ -44,10 +44,12 @@ type Progress struct {
 // stops it once the awaited run ended. Other jobs this client picked up meanwhile are
 // interrupted and resume later.
 func (rt *Runtime) Wait(ctx context.Context, jobID int64, progress func(Progress)) (run state.Run, err error) {
-	var stop func() error
+	var stop func(hurry bool) error
 	defer func() {
 		if stop != nil {
-			if stopErr := stop(); stopErr != nil && err == nil {
+			// A waiter that gives up, or whose run's end the database could not record (a
+			// full disk), does not wait out the soft stop of the jobs this process works.
+			if stopErr := stop(ctx.Err() != nil || rt.lostEnd(jobID) != nil); stopErr != nil && err == nil {
 				err = stopErr
 			}
 		}
@@ -61,6 +63,9 @@ func (rt *Runtime) Wait(ctx context.Context, jobID int64, progress func(Progress
 		}
 		ended := rt.runEnded() // before reading the run: an end recorded after the read wakes this
 		run, err := rt.store.RunByJob(ctx, jobID)
+		if lost := rt.lostEnd(jobID); lost != nil {
+			return run, lost
+		}
 		switch {
 		case err == nil:
 			if progress != nil {
@@ -140,7 +145,7 @@ func (rt *Runtime) awaitJobSettled(ctx context.Context, jobID int64) error {
 // workUnlessWorked starts working jobs in this process when neither this process nor a live
 // worker of the database does, returning the function that stops it; otherwise it returns nil
 // and the live worker the job is left to (following is the one it was left to before).
-func (rt *Runtime) workUnlessWorked(ctx context.Context, jobID int64, following string) (func() error, string) {
+func (rt *Runtime) workUnlessWorked(ctx context.Context, jobID int64, following string) (func(bool) error, string) {
 	rt.mu.Lock()
 	working := rt.working
 	rt.mu.Unlock()
