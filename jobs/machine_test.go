@@ -2,7 +2,13 @@ package jobs_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,4 +77,102 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	if t.Failed() {
 		t.Logf("postgres log:\n%s", pg.Log())
 	}
+}
+
+// countingProxy is a worker's own way to the emulator: it counts the bulkinserts the worker
+// sends.
+type countingProxy struct {
+	URL  string
+	bulk atomic.Int64
+}
+
+func newCountingProxy(t *testing.T, emu *sinktest.Server) *countingProxy {
+	t.Helper()
+	target, err := url.Parse(emu.URL)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	p := &countingProxy{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/subscribers/bulkinsert") {
+			p.bulk.Add(1)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL + target.Path
+	return p
+}
+
+// runWritable reports whether the run's row can be written within two seconds: a worker
+// stopped in the middle of a transaction holds its locks (SQLite's write lock, or the row's on
+// Postgres) until it continues.
+func runWritable(t *testing.T, st *state.Store, jobID int64) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := st.DB().ExecContext(ctx, "UPDATE subsync_run SET updated_at = updated_at WHERE job_id = $1", jobID)
+	return err == nil
+}
+
+// TestWorkerPausedPastItsLease: a worker process is stopped (SIGSTOP) in the middle of an
+// import for longer than its lease; another worker takes the run over and goes on. When the
+// first one is continued (SIGCONT), it notices that it lost the run and stops it without
+// sending another batch; the run completes with every row delivered and counted once.
+func TestWorkerPausedPastItsLease(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		b := setup(t, backend, sinktest.WithFaults(sinktest.Faults{Latency: 50 * time.Millisecond}))
+		const n = 100_000
+		invalid := func(i int) bool { return i%997 == 0 }
+		path := contacts(t, t.TempDir(), n, invalid)
+		rt := b.open(t) // the parent queues and reads state; the workers are child processes
+		jobID, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID})
+		require.NoError(t, err)
+
+		viaA := newCountingProxy(t, b.emu)
+		a := startWorkerVia(t, b, viaA.URL)
+		waitFor(t, time.Minute, "10,000 rows checkpointed", func() bool { return runOf(t, rt.State(), jobID).Position >= 10_000 })
+		for try := 1; ; try++ {
+			require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+			if runWritable(t, rt.State(), jobID) {
+				break
+			}
+			// Stopped inside a transaction: let it finish one and stop it again.
+			require.Less(t, try, 10, "the worker was stopped inside a transaction ten times")
+			position := runOf(t, rt.State(), jobID).Position
+			require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+			waitFor(t, time.Minute, "another checkpoint", func() bool { return runOf(t, rt.State(), jobID).Position > position })
+		}
+		stopped := runOf(t, rt.State(), jobID)
+		t.Logf("%s: worker %s stopped at position %d", backend, stopped.Worker, stopped.Position)
+
+		viaB := newCountingProxy(t, b.emu)
+		startWorkerVia(t, b, viaB.URL)
+		waitFor(t, time.Minute, "the second worker to take the run over and send", func() bool {
+			run := runOf(t, rt.State(), jobID)
+			return run.Worker != stopped.Worker && run.Position >= stopped.Position+10_000
+		})
+		sentByA := viaA.bulk.Load() // everything the first one sent before it stopped has arrived
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+		waitFor(t, time.Minute, "the first worker to notice", func() bool {
+			return strings.Contains(a.output.String(), "another worker took the run over")
+		})
+		require.Equal(t, sentByA, viaA.bulk.Load(), "the first worker sends nothing once continued")
+
+		waitFor(t, 2*time.Minute, "the run to complete", func() bool {
+			return runOf(t, rt.State(), jobID).State == state.RunCompleted
+		})
+		waitFor(t, time.Minute, "the queue to empty", func() bool {
+			left, err := rt.Jobs(ctx)
+			require.NoError(t, err)
+			return len(left) == 0
+		})
+		require.Equal(t, sentByA, viaA.bulk.Load(), "the first worker never sends again")
+		run := requireExactBooks(t, b, rt, jobID, n, invalid)
+		nValid := n - n/997
+		resent := sentRows(b.emu, b.listID) - nValid
+		t.Logf("%s: attempts %d; bulkinserts by the first worker %d, by the second %d; %d rows sent again (limit %d)",
+			backend, run.Attempts, sentByA, viaB.bulk.Load(), resent, b.cfg.BatchesInFlight*1000)
+		require.LessOrEqual(t, resent, b.cfg.BatchesInFlight*1000, "at most the batches in flight at the pause are sent again")
+	})
 }

@@ -86,7 +86,14 @@ type worker struct {
 // startWorker starts a worker process on the bundle's database and emulator.
 func startWorker(t *testing.T, b *bundle) *worker {
 	t.Helper()
-	raw, err := json.Marshal(workerConfig{DatabaseURL: b.cfg.DatabaseURL, DataDir: b.cfg.DataDir, SinkURL: b.emu.URL,
+	return startWorkerVia(t, b, b.emu.URL)
+}
+
+// startWorkerVia starts a worker process on the bundle's database that reaches the emulator
+// at sinkURL (a proxy in front of it).
+func startWorkerVia(t *testing.T, b *bundle, sinkURL string) *worker {
+	t.Helper()
+	raw, err := json.Marshal(workerConfig{DatabaseURL: b.cfg.DatabaseURL, DataDir: b.cfg.DataDir, SinkURL: sinkURL,
 		UserID: b.emu.User, BatchesInFlight: b.cfg.BatchesInFlight, LeaseTTL: b.cfg.LeaseTTL,
 		ShutdownTimeout: b.cfg.ShutdownTimeout, RetryAfterCap: b.cfg.Sink.RetryAfterCap, MaxAttempts: b.cfg.Sink.MaxAttempts})
 	require.NoError(t, err)
