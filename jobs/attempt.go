@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -94,6 +95,9 @@ type attempt struct {
 	// warning is recorded as the run's message when it completes: something went wrong that
 	// the next run retries (a write-back that failed), though the run did its work.
 	warning string
+	cancel  context.CancelCauseFunc // ends the attempt's work
+	leaseMu sync.Mutex
+	renewed time.Time // when the lease was last renewed, as asked (see leaseGate)
 }
 
 // work runs one attempt of a job's run: it claims the run (or gives way to a live owner),
@@ -107,6 +111,7 @@ func (rt *Runtime) work(ctx context.Context, job *rivertype.JobRow, d runDesc,
 	a := &attempt{rt: rt, job: job,
 		owner: rt.workerID + "/" + strconv.FormatInt(job.ID, 10) + "/" + strconv.Itoa(job.Attempt) + "/" + hex.EncodeToString(tok[:])}
 	a.log = rt.log.With(slog.Int64("job_id", job.ID), slog.String("kind", d.kind))
+	a.renewed = time.Now() // before the claim: the lease lasts at least a TTL from here
 	run, err := rt.store.ClaimRun(ctx, state.Claim{JobID: job.ID, Kind: d.kind, Name: d.name, ListID: d.listID,
 		Source: d.source, ScheduledAt: job.ScheduledAt, Owner: a.owner, Worker: rt.workerID, TTL: rt.cfg.LeaseTTL})
 	switch {
@@ -131,6 +136,7 @@ func (rt *Runtime) work(ctx context.Context, job *rivertype.JobRow, d runDesc,
 	}
 
 	workCtx, cancel := context.WithCancelCause(ctx)
+	a.cancel = cancel
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)
@@ -160,10 +166,12 @@ func (a *attempt) heartbeat(ctx context.Context, cancel context.CancelCauseFunc)
 			return
 		case <-t.C:
 		}
+		asked := time.Now()
 		err := a.rt.store.RenewLease(ctx, a.run.ID, a.owner, ttl)
 		switch {
 		case err == nil:
 			lastOK = time.Now()
+			a.setRenewed(asked)
 			if a.cancelRequested(ctx) {
 				cancel(errCancelled)
 				return

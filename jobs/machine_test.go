@@ -82,9 +82,14 @@ func TestPostgresRestartMidRun(t *testing.T) {
 // countingProxy is a worker's own way to the emulator: it counts the bulkinserts the worker
 // sends.
 type countingProxy struct {
-	URL  string
-	bulk atomic.Int64
+	URL     string
+	bulk    atomic.Int64
+	tooMany atomic.Int64 // 429 answers
+	last    atomic.Int64 // when the last 429 was answered, in Unix nanoseconds
 }
+
+// lastTooMany is when the proxy answered the last 429.
+func (p *countingProxy) lastTooMany() time.Time { return time.Unix(0, p.last.Load()) }
 
 func newCountingProxy(t *testing.T, emu *sinktest.Server) *countingProxy {
 	t.Helper()
@@ -92,6 +97,13 @@ func newCountingProxy(t *testing.T, emu *sinktest.Server) *countingProxy {
 	require.NoError(t, err)
 	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
 	p := &countingProxy{}
+	proxy.ModifyResponse = func(r *http.Response) error {
+		if r.StatusCode == http.StatusTooManyRequests {
+			p.last.Store(time.Now().UnixNano())
+			p.tooMany.Add(1)
+		}
+		return nil
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/subscribers/bulkinsert") {
 			p.bulk.Add(1)
@@ -174,5 +186,68 @@ func TestWorkerPausedPastItsLease(t *testing.T) {
 		t.Logf("%s: attempts %d; bulkinserts by the first worker %d, by the second %d; %d rows sent again (limit %d)",
 			backend, run.Attempts, sentByA, viaB.bulk.Load(), resent, b.cfg.BatchesInFlight*1000)
 		require.LessOrEqual(t, resent, b.cfg.BatchesInFlight*1000, "at most the batches in flight at the pause are sent again")
+	})
+}
+
+// TestWorkerPausedInARetryWait: a worker process waiting out the service's Retry-After inside
+// a request is stopped (SIGSTOP) past its lease and past that wait; another worker takes the
+// run over. Continued, the first worker must not send the request again: its lease is gone.
+func TestWorkerPausedInARetryWait(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		normal := sinktest.Faults{Latency: 50 * time.Millisecond}
+		b := setup(t, backend, sinktest.WithFaults(normal))
+		b.cfg.Sink.RetryAfterCap = 10 * time.Second // a Retry-After of a second is waited out inside the request
+		const n = 60_000
+		invalid := func(i int) bool { return i%997 == 0 }
+		path := contacts(t, t.TempDir(), n, invalid)
+		rt := b.open(t)
+		jobID, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID})
+		require.NoError(t, err)
+
+		viaA := newCountingProxy(t, b.emu)
+		a := startWorkerVia(t, b, viaA.URL)
+		waitFor(t, time.Minute, "10,000 rows checkpointed", func() bool { return runOf(t, rt.State(), jobID).Position >= 10_000 })
+		tooMany := normal
+		tooMany.TooManyRate, tooMany.RetryAfter = 1, time.Second
+		b.emu.SetFaults(tooMany)
+		for try := 1; ; try++ {
+			seen := viaA.tooMany.Load()
+			waitFor(t, time.Minute, "a 429 to the worker", func() bool { return viaA.tooMany.Load() > seen })
+			require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+			if runWritable(t, rt.State(), jobID) {
+				break
+			}
+			require.Less(t, try, 10, "the worker was stopped inside a transaction ten times")
+			require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+		}
+		stopped := runOf(t, rt.State(), jobID)
+		b.emu.SetFaults(normal)
+
+		startWorkerVia(t, b, newCountingProxy(t, b.emu).URL)
+		waitFor(t, time.Minute, "the second worker to take the run over and send", func() bool {
+			run := runOf(t, rt.State(), jobID)
+			return run.Worker != stopped.Worker && run.Position >= stopped.Position+10_000
+		})
+		// The first worker's wait of a second (and a tenth) for the service is over: continued,
+		// it would send at once.
+		waitFor(t, time.Minute, "the Retry-After to pass", func() bool { return time.Since(viaA.lastTooMany()) > 1500*time.Millisecond })
+		sentByA := viaA.bulk.Load()
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+		waitFor(t, time.Minute, "the first worker to notice", func() bool {
+			return strings.Contains(a.output.String(), "another worker took the run over")
+		})
+		require.Equal(t, sentByA, viaA.bulk.Load(), "the first worker sends nothing once continued")
+
+		waitFor(t, 2*time.Minute, "the run to complete", func() bool {
+			return runOf(t, rt.State(), jobID).State == state.RunCompleted
+		})
+		waitFor(t, time.Minute, "the queue to empty", func() bool {
+			left, err := rt.Jobs(ctx)
+			require.NoError(t, err)
+			return len(left) == 0
+		})
+		require.Equal(t, sentByA, viaA.bulk.Load(), "the first worker never sends again")
+		requireExactBooks(t, b, rt, jobID, n, invalid)
 	})
 }

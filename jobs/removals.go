@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/subsync/subsync/internal/pipeline"
+	"github.com/subsync/subsync/sink"
 )
 
 // What a sync does with people it delivered before who are absent from a complete read of
@@ -134,7 +135,7 @@ func (rt *Runtime) remove(ctx context.Context, a *attempt, p *pipeline.Engine, s
 	}
 	emails := rp.unsubscribe()
 	if len(emails)+len(rp.Dropped) > 0 {
-		n, err := p.Unsubscribe(ctx, rt.store, emails, rp.Dropped)
+		n, err := p.Unsubscribe(sink.WithGate(ctx, a.leaseGate), rt.store, emails, rp.Dropped)
 		if err != nil {
 			return err
 		}

@@ -295,7 +295,7 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 	if err != nil {
 		return "", err
 	}
-	if err := p.Run(ctx, a.run.Position); err != nil {
+	if err := p.Run(sink.WithGate(ctx, a.leaseGate), a.run.Position); err != nil {
 		return "", err
 	}
 	if err := rt.everyRowRefused(ctx, a); err != nil {

@@ -244,6 +244,9 @@ func (c *Client) attempt(ctx context.Context, cl *call, target string, body *rep
 		return 0, nil, nil, nil, ctx.Err()
 	}
 	defer func() { <-c.sem }()
+	if err := passGate(ctx); err != nil {
+		return 0, nil, nil, nil, err
+	}
 
 	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
