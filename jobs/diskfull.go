@@ -89,3 +89,20 @@ func (rt *Runtime) stopQueue(base context.Context, hurry bool) error {
 	defer cancel()
 	return rt.q.Stop(ctx)
 }
+
+// stoppedBefore reports whether the River client may start again: a stop that returned before
+// the client had stopped (its time ran out: a full disk keeps River's completer retrying)
+// leaves it stopping, and River's Start on a client not yet stopped does nothing. Called with
+// rt.mu held.
+func (rt *Runtime) stoppedBefore() error {
+	if rt.queueStopping == nil {
+		return nil
+	}
+	select {
+	case <-rt.queueStopping:
+		rt.queueStopping = nil
+		return nil
+	default:
+		return errors.New("the job queue of this process is still stopping")
+	}
+}

@@ -21,7 +21,7 @@ import (
 func TestFullDisk(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		ctx := context.Background()
-		disk := testdisk.Small(t, 8<<20)
+		disk := testdisk.Small(t, 32<<20) // room for two imports once freed: the first resumes when its end was not recorded
 		b := setup(t, backend)
 		b.cfg.DataDir = filepath.Join(disk, "data")
 		const n = 60_000

@@ -46,7 +46,10 @@ type Runtime struct {
 	working  bool              // the River client is started (by Run or Wait)
 	stopping chan struct{}     // closed when the working session starts stopping
 	lost     map[int64]lostEnd // by job: ends of runs of this process the database could not record
-	periodic bool              // schedules were added to the client
+	// queueStopping is closed when the River client has stopped, after a stop that returned
+	// before it had (see stoppedBefore).
+	queueStopping <-chan struct{}
+	periodic      bool // schedules were added to the client
 
 	uiCtx    context.Context // River UI's background services run until Close
 	uiCancel context.CancelFunc
@@ -244,10 +247,14 @@ func (rt *Runtime) startWorking(ctx context.Context, periodic bool) (stop func(h
 		rt.periodic = true
 	}
 	rt.stopping = make(chan struct{})
+	if err := rt.stoppedBefore(); err != nil {
+		return nil, err
+	}
 	base := context.WithoutCancel(ctx)
 	if err := rt.q.Start(base); err != nil {
 		return nil, fmt.Errorf("start job queue: %w", err)
 	}
+	queueStopped := rt.q.Stopped()
 	rt.working = true
 	sweepCtx, cancelSweep := context.WithCancel(base)
 	sweepDone := make(chan struct{})
@@ -263,6 +270,9 @@ func (rt *Runtime) startWorking(ctx context.Context, periodic bool) (stop func(h
 		err := rt.stopQueue(base, hurry)
 		rt.mu.Lock()
 		rt.working = false
+		if err != nil {
+			rt.queueStopping = queueStopped // it goes on stopping: a new start waits for it
+		}
 		rt.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("stop job queue: %w", err)
