@@ -115,13 +115,31 @@ func newCountingProxy(t *testing.T, emu *sinktest.Server) *countingProxy {
 	return p
 }
 
-// runWritable reports whether the run's row can be written within two seconds: a worker
-// stopped in the middle of a transaction holds its locks (SQLite's write lock, or the row's on
-// Postgres) until it continues.
-func runWritable(t *testing.T, st *state.Store, jobID int64) bool {
+// pauseSetup prepares a bundle for a test that pauses a worker: on Postgres, a throwaway
+// server of the test's own, so that the test can see every session of it (see quiescent).
+func pauseSetup(t *testing.T, backend string, faults sinktest.Faults) *bundle {
+	t.Helper()
+	b := setup(t, "sqlite", sinktest.WithFaults(faults))
+	if backend == "postgres" {
+		b.cfg.DatabaseURL = testdb.StartPostgres(t).URL
+	}
+	return b
+}
+
+// quiescent reports whether no stopped worker holds locks: a worker stopped in the middle of
+// a transaction holds them (SQLite's write lock; on Postgres its rows') until it continues,
+// and the other workers wait for it. On SQLite the run's row must be writable within two
+// seconds; on Postgres no other session of the test's own server may be in a transaction.
+func quiescent(t *testing.T, st *state.Store, jobID int64) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	if st.Dialect() == state.Postgres {
+		var n int
+		require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_stat_activity
+WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`).Scan(&n))
+		return n == 0
+	}
 	_, err := st.DB().ExecContext(ctx, "UPDATE subsync_run SET updated_at = updated_at WHERE job_id = $1", jobID)
 	return err == nil
 }
@@ -133,7 +151,7 @@ func runWritable(t *testing.T, st *state.Store, jobID int64) bool {
 func TestWorkerPausedPastItsLease(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		ctx := context.Background()
-		b := setup(t, backend, sinktest.WithFaults(sinktest.Faults{Latency: 50 * time.Millisecond}))
+		b := pauseSetup(t, backend, sinktest.Faults{Latency: 50 * time.Millisecond})
 		const n = 100_000
 		invalid := func(i int) bool { return i%997 == 0 }
 		path := contacts(t, t.TempDir(), n, invalid)
@@ -146,7 +164,7 @@ func TestWorkerPausedPastItsLease(t *testing.T) {
 		waitFor(t, time.Minute, "10,000 rows checkpointed", func() bool { return runOf(t, rt.State(), jobID).Position >= 10_000 })
 		for try := 1; ; try++ {
 			require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
-			if runWritable(t, rt.State(), jobID) {
+			if quiescent(t, rt.State(), jobID) {
 				break
 			}
 			// Stopped inside a transaction: let it finish one and stop it again.
@@ -196,7 +214,7 @@ func TestWorkerPausedInARetryWait(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		ctx := context.Background()
 		normal := sinktest.Faults{Latency: 50 * time.Millisecond}
-		b := setup(t, backend, sinktest.WithFaults(normal))
+		b := pauseSetup(t, backend, normal)
 		b.cfg.Sink.RetryAfterCap = 10 * time.Second // a Retry-After of a second is waited out inside the request
 		const n = 60_000
 		invalid := func(i int) bool { return i%997 == 0 }
@@ -215,7 +233,7 @@ func TestWorkerPausedInARetryWait(t *testing.T) {
 			seen := viaA.tooMany.Load()
 			waitFor(t, time.Minute, "a 429 to the worker", func() bool { return viaA.tooMany.Load() > seen })
 			require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
-			if runWritable(t, rt.State(), jobID) {
+			if quiescent(t, rt.State(), jobID) {
 				break
 			}
 			require.Less(t, try, 10, "the worker was stopped inside a transaction ten times")
