@@ -77,10 +77,10 @@ func (rt *Runtime) Wait(ctx context.Context, jobID int64, progress func(Progress
 				return run, rt.awaitJobSettled(ctx, jobID)
 			case state.RunFailed:
 				return run, errors.Join(fmt.Errorf("run %d (job %d): %w: %s", run.ID, jobID, ErrRunFailed, run.Error),
-					rt.awaitJobSettled(ctx, jobID))
+					rt.awaitEndSettled(ctx, jobID))
 			case state.RunCancelled:
 				return run, errors.Join(fmt.Errorf("run %d (job %d): %w", run.ID, jobID, ErrRunCancelled),
-					rt.awaitJobSettled(ctx, jobID))
+					rt.awaitEndSettled(ctx, jobID))
 			}
 		case errors.Is(err, state.ErrNotFound):
 			if progress != nil {
@@ -140,6 +140,23 @@ func (rt *Runtime) awaitJobSettled(ctx context.Context, jobID int64) error {
 		}
 		wait = min(2*wait, rt.cfg.PollInterval)
 	}
+}
+
+// settleAfterFailure bounds the wait for River to record the end of a job whose run failed or
+// was cancelled: the run's end is what the waiter reports, and the cause of a failure (a full
+// disk) may keep River's completer from recording the job's for as long as it lasts.
+const settleAfterFailure = 5 * time.Second
+
+// awaitEndSettled is awaitJobSettled for a run that failed or was cancelled: it gives up
+// quietly after settleAfterFailure, leaving the job's end to River.
+func (rt *Runtime) awaitEndSettled(ctx context.Context, jobID int64) error {
+	sctx, cancel := context.WithTimeout(ctx, settleAfterFailure)
+	defer cancel()
+	err := rt.awaitJobSettled(sctx, jobID)
+	if ctx.Err() == nil && sctx.Err() != nil {
+		return nil // the run's failure is the answer; River records the job's end when it can
+	}
+	return err
 }
 
 // workUnlessWorked starts working jobs in this process when neither this process nor a live
