@@ -412,7 +412,9 @@ func (p *Page) WaitFor(expr string) {
 	var ok bool
 	p.evalInto(js, &ok)
 	if !ok {
-		p.t.Fatalf("waited %s for %s on %s", Timeout, expr, p.URL())
+		var shows string
+		p.evalInto(`(document.body?.innerText || "").slice(0, 800)`, &shows)
+		p.t.Fatalf("waited %s for %s on %s; the page shows: %q", Timeout, expr, p.URL(), shows)
 	}
 }
 
