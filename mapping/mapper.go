@@ -901,8 +901,8 @@ func (m *Mapper) applyClean(a *Arena, row *Row, o *op, rec *sources.Record, raw 
 // need no cleaning: this saves a pass over them.)
 func (m *Mapper) applyAsIs(a *Arena, row *Row, o *op, raw string) bool {
 	v := trimSpaces(raw)
-	if v == "" {
-		return false
+	if v == "" || isPlaceholder(v) && o.placeholderEmpty() {
+		return false // apply reads a placeholder as an empty cell
 	}
 	var msg string
 	switch o.kind {
