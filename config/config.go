@@ -148,6 +148,10 @@ type Worker struct {
 	// ShutdownTimeout is how long a stopping worker lets running jobs finish before it
 	// cancels them (they resume from their checkpoint). Default jobs.ShutdownTimeoutDefault.
 	ShutdownTimeout Duration `toml:"shutdown_timeout"`
+	// MemoryBudget is what each of a run's sets that grow with its rows (the e-mail hashes of
+	// the duplicate check, a delta sync's fingerprints) may hold in memory; beyond it the set
+	// spills to a temporary file in the data directory. Default jobs.MemoryBudgetDefault.
+	MemoryBudget Size `toml:"memory_budget"`
 }
 
 // Sync is one named sync from a source into a list.

@@ -50,6 +50,7 @@ func (c *Config) JobsConfig() jobs.Config {
 		Concurrency:     c.Worker.Concurrency,
 		BatchesInFlight: c.Worker.BatchesInFlight,
 		ShutdownTimeout: c.Worker.ShutdownTimeout.D(),
+		MemoryBudget:    int64(c.Worker.MemoryBudget),
 		Sink:            c.SinkConfig(),
 		StatusPull: jobs.StatusPullSpec{
 			TimeZone:  c.Status.TimeZone,

@@ -73,6 +73,7 @@ var keyNames = map[string]string{
 	"BatchesInFlight": "worker.batches_in_flight",
 	"ShutdownTimeout": "worker.shutdown_timeout",
 	"MetricsAddr":     "worker.metrics_address",
+	"MemoryBudget":    "worker.memory_budget",
 	"StatusPull":      "status",
 	"ListID":          "list",
 }

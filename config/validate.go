@@ -32,6 +32,7 @@ func (c *Config) setDefaults() {
 	w.BatchesInFlight = cmp.Or(w.BatchesInFlight, jobs.BatchesInFlightDefault)
 	w.MetricsAddress = cmp.Or(w.MetricsAddress, MetricsAddressDefault)
 	w.ShutdownTimeout = cmp.Or(w.ShutdownTimeout, Duration(jobs.ShutdownTimeoutDefault))
+	w.MemoryBudget = cmp.Or(w.MemoryBudget, Size(jobs.MemoryBudgetDefault))
 
 	for i := range c.Syncs {
 		s := &c.Syncs[i]

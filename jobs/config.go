@@ -23,6 +23,8 @@ const (
 	PollIntervalDefault     = 500 * time.Millisecond
 	StatusOverlapDefault    = 10 * time.Minute
 	FingerprintFlushDefault = 250_000
+	// MemoryBudgetDefault is Config.MemoryBudget's default (32 MiB).
+	MemoryBudgetDefault = 32 << 20
 	// TimeZoneDefault is the zone a schedule with no time zone is read in.
 	TimeZoneDefault = "UTC"
 	// SQLiteFile is the name of the embedded database in Config.DataDir.
@@ -88,6 +90,10 @@ type Config struct {
 	// saving them; they are also saved when the run ends. Each save rewrites the list's
 	// stored fingerprints, so a smaller value costs more saves for less memory.
 	FingerprintFlush int
+	// MemoryBudget is how many bytes each of a run's sets that grow with its rows (the e-mail
+	// hashes of the duplicate check, a delta sync's loaded fingerprints) may hold in memory;
+	// beyond it the set spills to a temporary file under DataDir (see pipeline.Config).
+	MemoryBudget int64
 }
 
 // SyncSpec is one named sync from a source into a list.
@@ -203,6 +209,7 @@ func (c Config) withDefaults() Config {
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, LeaseTTLDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.FingerprintFlush = cmp.Or(c.FingerprintFlush, FingerprintFlushDefault)
+	c.MemoryBudget = cmp.Or(c.MemoryBudget, MemoryBudgetDefault)
 	c.StatusPull.Overlap = cmp.Or(c.StatusPull.Overlap, StatusOverlapDefault)
 	c.Retention.Rejects = cmp.Or(c.Retention.Rejects, RetentionRejectsDefault)
 	c.Retention.Runs = cmp.Or(c.Retention.Runs, RetentionRunsDefault)

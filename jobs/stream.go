@@ -189,6 +189,8 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		Suppression:      s.suppression,
 		Fingerprints:     fps,
 		FingerprintFlush: rt.cfg.FingerprintFlush,
+		MemoryBudget:     rt.cfg.MemoryBudget,
+		TempDir:          rt.tempDir(),
 		DryRun:           dryRun,
 	}
 	if s.sync != "" && (s.removed == RemovedUnsubscribe || m.KeyColumn() != "") {

@@ -110,3 +110,9 @@ func (rt *Runtime) CustomFields(ctx context.Context) ([]sink.CustomField, error)
 	}
 	return rt.sink.CustomFields(ctx)
 }
+
+// tempDir is where a run's sets spill beyond Config.MemoryBudget: the data directory's tmp
+// folder (the run creates it when it first spills, and removes its files when it ends).
+func (rt *Runtime) tempDir() string {
+	return filepath.Join(cmpDir(rt.cfg.DataDir), "tmp")
+}

@@ -80,6 +80,11 @@ type Config struct {
 	// what is acknowledged and saves them every FingerprintFlush rows and at the end.
 	Fingerprints     *state.FingerprintSet
 	FingerprintFlush int
+	// MemoryBudget is how many bytes each of the run's sets that grow with its rows (the
+	// deduper's e-mail hashes) may hold in memory before it spills to a temporary file in
+	// TempDir (0: MemoryBudgetDefault; TempDir "": os.TempDir()).
+	MemoryBudget int64
+	TempDir      string
 	// Roster, when set, is the roster of the sync the run belongs to, as loaded before the
 	// run (state.Store.LoadRoster): the run records what it delivers in it, with each
 	// checkpoint, and remembers every address and key it reads, for Removals. A mapping with a
@@ -100,6 +105,9 @@ type Config struct {
 	// batch holding one of its e-mails to be acknowledged.
 	OnConflictWait func(seq int)
 }
+
+// MemoryBudgetDefault is Config.MemoryBudget's default (32 MiB).
+const MemoryBudgetDefault = 32 << 20
 
 func (c Config) validate() error {
 	switch {
@@ -124,6 +132,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FingerprintFlush <= 0 {
 		c.FingerprintFlush = 1 << 20
+	}
+	if c.MemoryBudget <= 0 {
+		c.MemoryBudget = MemoryBudgetDefault
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
