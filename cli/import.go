@@ -44,7 +44,8 @@ People who unsubscribed or bounced (the suppression list) are never made active 
 status they have (bulkinsert's status=unsubscribed or status=bounce).
 
 On Postgres the file is copied into the database, so that a worker on another machine can
-read it, unless --shared-path says every worker reads FILE at the same path. With --wait
+read it, unless it is under one of database.shared_dirs (directories every worker reads at
+the same path), or --shared-path says every worker reads FILE at this path. With --wait
 the command follows the run to its end with progress; a worker that is running (subsync
 run, on any machine of the database) works it, and the command works it itself only when
 none is; it exits 1 when the run fails. 'subsync runs ID --rejects rejects.csv' exports

@@ -134,6 +134,10 @@ type Database struct {
 	// DataDir holds the SQLite database and local working files. Default DataDirDefault,
 	// relative to the configuration file.
 	DataDir string `toml:"data_dir"`
+	// SharedDirs are directories on shared storage that every worker reads at the same path
+	// (relative to the configuration file): on Postgres an import of a file under one of
+	// them is queued with its path, without copying the file into the database.
+	SharedDirs []string `toml:"shared_dirs"`
 }
 
 // Worker configures `subsync run`.

@@ -183,6 +183,10 @@ source = { path = "b.csv" }
 		{"status feed time", "[status]\nmax_time = \"-1m\"\n", `status.max_time: "-1m0s": must be positive`},
 		{"wrong type", "[worker]\nconcurrency = \"four\"\n", `worker.concurrency: incompatible types`},
 		{"metrics address", "[worker]\nmetrics_address = \"9464\"\n", `worker.metrics_address: "9464": want host:port`},
+		{"shared dir root", "[database]\nshared_dirs = [\"/srv/share\", \"/mnt/../\"]\n",
+			`database.shared_dirs[1]: "/mnt/../": the root directory would declare every file shared: name the shared storage's directories`},
+		{"shared dir empty", "[database]\nshared_dirs = [\"\"]\n",
+			`database.shared_dirs[0]: empty: want the directory of shared storage every worker reads at the same path`},
 		{"database url", "[database]\nurl = \"mysql://root:" + testPass + "@db/x\"\n", `database.url: "mysql://root:xxxxx@db/x": want a postgres:// URL`},
 		{"unknown key", sync + "schedul = \"@daily\"\n", `syncs[0].schedul: unknown key`},
 		{"unknown nested key", sync + "\n[[syncs]]\nname = \"b\"\nlist = 2\n[syncs.source]\npath = \"b.csv\"\nsheet_nmae = \"x\"\n", `syncs[1].source.sheet_nmae: unknown key`},
@@ -492,6 +496,7 @@ func TestJobsConfig(t *testing.T) {
 	path := write(t, `
 [database]
 url = "postgres://subsync@db/subsync"
+shared_dirs = ["/mnt/share", "exports"]
 [worker]
 concurrency = 8
 metrics_address = "off"
@@ -521,6 +526,8 @@ path = "changes.csv"
 	require.NoError(t, err)
 	jc := cfg.JobsConfig()
 	require.Equal(t, "postgres://subsync@db/subsync", jc.DatabaseURL)
+	require.Equal(t, []string{"/mnt/share", filepath.Join(filepath.Dir(path), "exports")}, jc.SharedDirs,
+		"a relative shared directory is relative to the configuration file")
 	require.Equal(t, 8, jc.Concurrency)
 	require.Empty(t, jc.MetricsAddr, "off: no listener")
 	require.Equal(t, time.Minute, jc.ShutdownTimeout)

@@ -47,6 +47,7 @@ func (c *Config) JobsConfig() jobs.Config {
 	jc := jobs.Config{
 		DatabaseURL:     c.Database.URL,
 		DataDir:         c.Database.DataDir,
+		SharedDirs:      c.Database.SharedDirs,
 		Concurrency:     c.Worker.Concurrency,
 		BatchesInFlight: c.Worker.BatchesInFlight,
 		ShutdownTimeout: c.Worker.ShutdownTimeout.D(),

@@ -69,6 +69,7 @@ var keyNames = map[string]string{
 	"Sink":            "api",
 	"DatabaseURL":     "database.url",
 	"DataDir":         "database.data_dir",
+	"SharedDirs":      "database.shared_dirs",
 	"Concurrency":     "worker.concurrency",
 	"BatchesInFlight": "worker.batches_in_flight",
 	"ShutdownTimeout": "worker.shutdown_timeout",

@@ -194,6 +194,9 @@ func (c *Config) resolve(probs *problems, getenv func(string) string) {
 	} else if dir != "" {
 		c.Database.DataDir = filepath.Join(dir, DataDirDefault)
 	}
+	for i, d := range c.Database.SharedDirs {
+		c.Database.SharedDirs[i] = rel(d)
+	}
 
 	for i := range c.Syncs {
 		s := &c.Syncs[i]

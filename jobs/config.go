@@ -48,6 +48,10 @@ type Config struct {
 	DatabaseURL string
 	// DataDir holds the SQLite database and working files (restored staged files). Required.
 	DataDir string
+	// SharedDirs are directories on shared storage that every worker reads at the same path
+	// (absolute paths). On Postgres, EnqueueImport queues a file under one of them (its
+	// symbolic links resolved) with its path, without copying it into the database.
+	SharedDirs []string
 
 	// Concurrency is how many jobs this process works at once.
 	Concurrency int

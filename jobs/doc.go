@@ -51,7 +51,9 @@
 //     snoozes the job for that long.
 //   - Job args carry names, paths and list ids, never a secret: the worker takes the API key
 //     and DSNs from its own Config. On Postgres an imported local file is staged into the
-//     database (see ImportArgs.Shared) and deleted when its run ends.
+//     database and deleted when its run ends, unless it is shared (ImportArgs.Shared, or
+//     under one of Config.SharedDirs): then its path is queued, and a worker that cannot
+//     read it fails the run naming the file and the setting.
 //   - CancelJob cancels a queued job at once, and a running one within a lease heartbeat
 //     (LeaseTTL/3) on either database: rows already acknowledged stay sent and counted.
 //     The sweeper also closes runs left claimed by a dead worker whose job then ended.

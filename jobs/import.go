@@ -30,10 +30,14 @@ const (
 // never a secret: the worker takes credentials and DSNs from its own configuration.
 type ImportArgs struct {
 	// Path is the file to import. On Postgres, EnqueueImport stages it into the database
-	// unless Shared is set; the path then only names it.
+	// unless Shared is set or it is under one of Config.SharedDirs; the path then only
+	// names it.
 	Path string `json:"path,omitempty"`
 	// Shared declares Path readable by every worker (a shared volume): it is not staged.
 	Shared bool `json:"shared,omitempty"`
+	// SharedDir is the directory of Config.SharedDirs that Path is under, set by
+	// EnqueueImport when it queues the file without a copy for that reason.
+	SharedDir string `json:"shared_dir,omitempty"`
 	// StagedFile is the staged copy of Path, set by EnqueueImport.
 	StagedFile int64 `json:"staged_file,omitempty"`
 	// Format is csv or xlsx; empty = from the file's name and content.
@@ -71,12 +75,14 @@ func (a ImportArgs) describe() runDesc {
 
 // EnqueueImport queues an import and returns its job id. A relative path is made absolute.
 // On Postgres a local file is staged into the database (compressed, in chunks) so that any
-// worker can read it, unless args.Shared; the staged copy is deleted when the run ends.
+// worker can read it, unless args.Shared or the file is under one of Config.SharedDirs
+// (then its path is queued as every worker reads it); the staged copy is deleted when the
+// run ends.
 func (rt *Runtime) EnqueueImport(ctx context.Context, args ImportArgs) (int64, error) {
 	if err := rt.checkImport(args); err != nil {
 		return 0, err
 	}
-	args.StagedFile = 0
+	args.StagedFile, args.SharedDir = 0, ""
 	if args.Path != "" {
 		abs, err := filepath.Abs(args.Path)
 		if err != nil {
@@ -86,7 +92,10 @@ func (rt *Runtime) EnqueueImport(ctx context.Context, args ImportArgs) (int64, e
 		if _, err := os.Stat(abs); err != nil {
 			return 0, fmt.Errorf("import: %w", err)
 		}
-		if rt.db.dialect == state.Postgres && !args.Shared {
+		if path, dir, ok := rt.sharedPath(abs); ok && !args.Shared {
+			args.Path, args.SharedDir = path, dir
+		}
+		if rt.db.dialect == state.Postgres && !args.Shared && args.SharedDir == "" {
 			f, err := os.Open(abs)
 			if err != nil {
 				return 0, fmt.Errorf("import: %w", err)
@@ -186,6 +195,9 @@ func (rt *Runtime) importSource(ctx context.Context, args ImportArgs, a *attempt
 	src := sources.Config{Kind: args.Format, Path: args.Path, Encoding: args.Encoding, Delimiter: args.Delimiter,
 		Sheet: args.Sheet, SheetIndex: args.SheetIndex, HeaderRow: args.HeaderRow}
 	if args.StagedFile == 0 {
+		if args.Shared || args.SharedDir != "" {
+			return src, nop, checkShared(args)
+		}
 		return src, nop, nil
 	}
 	a.onFinal = append(a.onFinal, func(ctx context.Context) {

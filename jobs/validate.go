@@ -43,6 +43,7 @@ func (c Config) Validate() error {
 			p.Add("DatabaseURL", secret.DSN("pgx", c.DatabaseURL), "want a postgres:// URL (leave it empty for the embedded SQLite database)")
 		}
 	}
+	validateSharedDirs(&p, c.SharedDirs)
 	atLeastOne(&p, "Concurrency", c.Concurrency)
 	atLeastOne(&p, "BatchesInFlight", c.BatchesInFlight)
 	if c.MetricsAddr != "" {
