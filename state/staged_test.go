@@ -92,6 +92,18 @@ func TestStageInBlocks(t *testing.T) {
 	})
 }
 
+// TestStagedChunksNotCompressedAgain: on Postgres a staged chunk, a zstd frame, is stored
+// out of line as it is: Postgres does not try to compress it again (pglz's attempt on every
+// chunk cost its backend about 0.8 s of CPU for a 750 MB file). SQLite compresses nothing.
+func TestStagedChunksNotCompressedAgain(t *testing.T) {
+	t.Parallel()
+	s := newPostgres(t)
+	var storage string
+	require.NoError(t, s.DB().QueryRowContext(context.Background(), `SELECT attstorage FROM pg_attribute
+WHERE attrelid = 'subsync_staged_chunk'::regclass AND attname = 'data'`).Scan(&storage))
+	require.Equal(t, "e", storage, "EXTERNAL: out of line, uncompressed")
+}
+
 // TestRestoreStagedOfEarlierRelease reads a file staged the way releases before migration 70
 // did (one gzip stream cut into chunks): a file queued before an upgrade is still worked.
 func TestRestoreStagedOfEarlierRelease(t *testing.T) {
