@@ -202,6 +202,7 @@ func (rt *Runtime) RunServing(ctx context.Context, h http.Handler) error {
 	}
 	beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
 	beatDone := rt.heartbeat(beatCtx)
+	rt.warnSharedDirs(ctx) // logged before "worker started", which says the worker is ready
 	rt.log.InfoContext(ctx, "worker started", slog.String("worker", rt.workerID),
 		slog.String("database", rt.db.dialect.String()), slog.Int("concurrency", rt.cfg.Concurrency))
 	var runErr error

@@ -1,9 +1,12 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -72,4 +75,23 @@ func checkShared(args ImportArgs) error {
 	}
 	return permanent(fmt.Errorf("%s cannot be read on this worker: %w; the import was queued without a copy of the file because %s: every worker must read the shared storage at the same path",
 		args.Path, err, why))
+}
+
+// warnSharedDirs says, when a worker starts, which of Config.SharedDirs it cannot read: the
+// imports of files under them that it takes will fail.
+func (rt *Runtime) warnSharedDirs(ctx context.Context) {
+	for _, d := range rt.cfg.SharedDirs {
+		f, err := os.Open(d)
+		if err == nil {
+			_, err = f.Readdirnames(1)
+			_ = f.Close()
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+		}
+		if err != nil {
+			rt.log.WarnContext(ctx, "a shared directory cannot be read on this worker: the imports of files under it that it takes will fail",
+				slog.String("dir", d), slog.String("setting", "database.shared_dirs"), slog.Any("error", err))
+		}
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -169,4 +171,22 @@ func TestSharedDirsValidated(t *testing.T) {
 	require.ErrorContains(t, err, `SharedDirs[2]: empty: want the directory of shared storage`)
 	require.ErrorContains(t, err, `SharedDirs[3]: "/": the root directory would declare every file shared`)
 	require.NotContains(t, err.Error(), "SharedDirs[0]")
+}
+
+// TestWorkerWarnsOfUnreadableSharedDir: a worker that cannot read a shared directory says
+// so when it starts, naming the directory and the setting.
+func TestWorkerWarnsOfUnreadableSharedDir(t *testing.T) {
+	t.Parallel()
+
+	eachBackend(t, func(t *testing.T, backend string) {
+		b := setup(t, backend)
+		_, mount := sharedMount(t, b)
+		missing := filepath.Join(t.TempDir(), "not-mounted")
+		b.cfg.SharedDirs = append(b.cfg.SharedDirs, missing)
+		running(t, b.open(t))
+		waitFor(t, time.Minute, "the worker to start", func() bool { return strings.Contains(b.logs.String(), "worker started") })
+		logs := b.logs.String()
+		require.Contains(t, logs, `level=WARN msg="a shared directory cannot be read on this worker: the imports of files under it that it takes will fail" dir=`+missing+` setting=database.shared_dirs error="open `+missing+`: no such file or directory"`)
+		require.NotContains(t, logs, "dir="+mount)
+	})
 }
