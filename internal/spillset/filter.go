@@ -2,12 +2,13 @@ package spillset
 
 import "math/bits"
 
-// blockBytes is the size of a block of the filter: one cache line's half.
+// blockBytes is the size of a block of the filter (half a cache line).
 const blockBytes = 32
 
 // filter is a split block Bloom filter (as Apache Parquet's): a hash sets one bit in each
 // of the 8 words of one block, the block chosen by its top bits, the bits by its low 32.
-// At b bits a hash its false-positive rate is about 0.5% at 12, 1.5% at 8, 8% at 4.
+// Its false-positive rate at 16 bits a hash is 0.13%, at 12 0.54%, at 8 3.3%, at 4 33%, at
+// 2 86% (a million random hashes).
 type filter struct {
 	words  []uint32
 	blocks uint64
