@@ -2,14 +2,17 @@ package mapping
 
 import (
 	"cmp"
+	"fmt"
 	"hash/maphash"
 
-	"github.com/subsync/subsync/internal/hashtab"
+	"github.com/subsync/subsync/internal/spillset"
 )
 
 // Deduper finds second rows for an e-mail address within one run, by the mapping's duplicate
 // policy. It keeps an 8-byte hash per address, not the address: 11 to 21 bytes an address
-// whatever its length, so ten million addresses take at most about 210 MB. Two addresses
+// whatever its length, so ten million addresses take at most about 210 MB, unless Bound
+// limits its memory: it then spills the hashes beyond the budget to a temporary file and
+// stays exact (see internal/spillset). Two addresses
 // sharing a hash (a chance of about 1 in 2^64 per pair; about 1 in 370,000 for a whole run
 // of ten million) would make the later one count as a duplicate.
 //
@@ -30,14 +33,46 @@ type Deduper struct {
 	policy string
 	column string
 	seed   maphash.Seed
-	seen   hashtab.Map // the hashes of the addresses seen
+	seen   *spillset.Set // the hashes of the addresses seen
 	dups   int64
 }
 
-// NewDeduper returns a Deduper with the given policy (DuplicatesLast when "").
+// NewDeduper returns a Deduper with the given policy (DuplicatesLast when ""), whose memory
+// is not bounded.
 func NewDeduper(policy string) *Deduper {
-	return &Deduper{policy: cmp.Or(policy, DuplicatesLast), seed: maphash.MakeSeed()}
+	return &Deduper{policy: cmp.Or(policy, DuplicatesLast), seed: maphash.MakeSeed(), seen: spillset.New(0, "")}
 }
+
+// Bound makes the Deduper hold at most budget bytes of hashes in memory (at least
+// spillset.MinBudget), spilling those beyond to a temporary file in dir ("": os.TempDir()),
+// and returns it. Call it before the first Observe or Check, and Close when done.
+//
+// A bounded Deduper can fail (the disk is full, the file cannot be read): Err then returns
+// why, and the verdicts Observe and Check give from then on mean nothing. The caller must
+// check Err before it acts on them.
+func (d *Deduper) Bound(budget int64, dir string) *Deduper {
+	d.seen = spillset.New(budget, dir)
+	return d
+}
+
+// Err returns why a bounded Deduper failed, or nil.
+func (d *Deduper) Err() error {
+	if err := d.seen.Err(); err != nil {
+		return fmt.Errorf("duplicate e-mails: %w", err)
+	}
+	return nil
+}
+
+// Close releases the Deduper's temporary file; it counts and Stats stay.
+func (d *Deduper) Close() error {
+	if err := d.seen.Close(); err != nil {
+		return fmt.Errorf("duplicate e-mails: %w", err)
+	}
+	return nil
+}
+
+// Stats tell how the Deduper's set of hashes used its memory and its temporary file.
+func (d *Deduper) Stats() spillset.Stats { return d.seen.Stats() }
 
 // NewDeduper returns a Deduper with the mapping's policy, whose rejects name the e-mail column.
 func (m *Mapper) NewDeduper() *Deduper {
@@ -51,9 +86,11 @@ func (m *Mapper) NewDeduper() *Deduper {
 }
 
 // Observe records an e-mail address (as mapped: trimmed and lower-cased) and reports whether
-// it was seen before. It does not count duplicates.
+// it was seen before. It does not count duplicates. A bounded Deduper that failed (Err)
+// reports every address as seen.
 func (d *Deduper) Observe(email string) (seen bool) {
-	return !d.seen.Add(maphash.String(d.seed, email))
+	added, _ := d.seen.Add(maphash.String(d.seed, email))
+	return !added
 }
 
 // Check decides about one mapped row: send reports whether to send it; rej is set when the
@@ -91,4 +128,4 @@ func (d *Deduper) Decide(row Row, seen bool) (send bool, rej *Reject) {
 func (d *Deduper) Duplicates() int64 { return d.dups }
 
 // Len returns how many distinct addresses the Deduper has seen.
-func (d *Deduper) Len() int { return d.seen.Len() }
+func (d *Deduper) Len() int { return int(d.seen.Len()) }
