@@ -41,10 +41,26 @@ type filter struct {
 }
 
 func newFilter(cfg Config) *filter {
-	return &filter{store: cfg.Store, log: cfg.Logger, mapper: cfg.Mapper, dedupe: cfg.Mapper.NewDeduper(),
+	return &filter{store: cfg.Store, log: cfg.Logger, mapper: cfg.Mapper,
+		dedupe:    cfg.Mapper.NewDeduper().Bound(cfg.MemoryBudget, cfg.TempDir),
 		mappingFP: cfg.Mapper.Fingerprint(), listID: cfg.ListID, delta: cfg.Delta, suppression: cfg.Suppression,
 		fps: cfg.Fingerprints, held: cfg.Held, dryRun: cfg.DryRun, sup: cfg.Suppressions, supChecked: time.Now(), track: newTracker(cfg),
 		fpSeen: make([]uint64, seenWords(cfg.Fingerprints))}
+}
+
+// close releases the deduper's temporary file, and logs how its set used the memory budget.
+func (f *filter) close(ctx context.Context) {
+	st := f.dedupe.Stats()
+	if err := f.dedupe.Close(); err != nil {
+		f.log.WarnContext(ctx, "close the duplicate e-mails' spill file", slog.Any("error", err))
+	}
+	if st.Spills > 0 {
+		f.log.DebugContext(ctx, "duplicate e-mails spilled", slog.Int64("addresses", st.Len),
+			slog.Int64("spilled", st.Spilled), slog.Int("spills", st.Spills), slog.Int("merges", st.Merges),
+			slog.Int64("filter_false_positives", st.Maybes), slog.Int64("lookups_past_memory", st.Probes),
+			slog.Int64("page_reads", st.PageReads), slog.Int64("peak_bytes", st.PeakBytes),
+			slog.Int64("file_bytes", st.FileBytes))
+	}
 }
 
 // seenWords is the size of filter.fpSeen for the fingerprints: a bit per Index, none without
@@ -117,6 +133,9 @@ func (f *filter) run(ctx context.Context, c *chunk) error {
 		clear(c.rows[n:])
 		clear(c.vals[n:])
 		c.rows, c.sources, c.vals = c.rows[:n], c.sources[:n], c.vals[:n]
+	}
+	if err := f.dedupe.Err(); err != nil {
+		return err // the chunk's verdicts mean nothing: it goes no further
 	}
 	if err := f.scrubErased(ctx, c); err != nil {
 		return err

@@ -79,6 +79,7 @@ func (p *producer) recycle(c *chunk) {
 // closes out without either).
 func (p *producer) produce(ctx context.Context, startPos int64, out chan<- *chunk) {
 	defer close(out)
+	defer p.filter.close(ctx)
 	mctx, cancel := context.WithCancel(ctx)
 	n := p.workers
 	toMap, mapped := make([]chan *chunk, n), make([]chan *chunk, n)
