@@ -1,20 +1,38 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 )
 
 // LoadFingerprints reads the stored fingerprints of a list: its buckets, each part merged
 // into the earlier ones and then the recent changes (see SaveFingerprints), the newer entry
-// for an e-mail winning.
+// for an e-mail winning. The set is in memory, however large.
 func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*FingerprintSet, error) {
+	return s.LoadFingerprintsWithin(ctx, listID, FingerprintLimits{})
+}
+
+// LoadFingerprintsWithin loads as LoadFingerprints does, within lim: a list whose tables
+// would take more than lim.MemoryBudget (about 33 bytes a fingerprint) has them written to a
+// temporary file in lim.TempDir as they are read, and looked up there (Spilled). The caller
+// closes the set (Close) to release the file.
+func (s *Store) LoadFingerprintsWithin(ctx context.Context, listID int64, lim FingerprintLimits) (*FingerprintSet, error) {
 	f := NewFingerprintSet(listID)
+	onFile := false
+	if lim.MemoryBudget > 0 {
+		n, err := s.FingerprintCount(ctx, listID)
+		if err != nil {
+			return nil, err
+		}
+		onFile = spillBytes(n) > lim.MemoryBudget
+	}
 	// Two halves of the buckets are read and merged at once, on two connections: reading a
 	// million fingerprints (24 MB) is CPU work in the driver, and nothing else runs yet. A
 	// half is the buckets of the e-mail hashes of one sign, as the recent changes store them,
@@ -22,16 +40,20 @@ func (s *Store) LoadFingerprints(ctx context.Context, listID int64) (*Fingerprin
 	builders := f.builders()
 	errs := make(chan error, 2)
 	for h := range 2 {
+		if onFile {
+			builders[h].spillTo = cmp.Or(lim.TempDir, os.TempDir())
+		}
 		go func() { errs <- s.loadBuckets(ctx, f.listID, &builders[h], h) }()
 	}
 	var err error
 	for range 2 {
 		err = errors.Join(err, <-errs)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
+	if err == nil {
+		err = f.setHalves(&builders)
 	}
-	if err := f.setHalves(&builders); err != nil {
+	if err != nil {
+		_ = f.Close()
 		return nil, fmt.Errorf("load fingerprints of list %d: %w", listID, err)
 	}
 	return f, nil
@@ -53,13 +75,15 @@ func (f *FingerprintSet) setHalves(builders *[2]tableBuilder) error {
 	f.n = 0
 	for h := range builders {
 		b := &builders[h]
-		b.finish()
+		if err := b.finish(); err != nil {
+			return err
+		}
 		f.n += b.n
 		if b.hasZero {
 			f.zero, f.hasZero = b.zero, true
 		}
 	}
-	f.halves[1].base = len(f.halves[0].slots)
+	f.halves[1].base = f.halves[0].len()
 	if f.IndexBound() > math.MaxInt32 {
 		return fmt.Errorf("%d fingerprints, at most about %d", f.n, math.MaxInt32/3*2)
 	}
@@ -72,11 +96,14 @@ func (f *FingerprintSet) setHalves(builders *[2]tableBuilder) error {
 type tableBuilder struct {
 	h       *half
 	early   []byte // the sorted entries of the first buckets, until the table is sized
+	sized   bool
 	next    uint64 // the first slot after the entries placed
 	buckets int    // buckets added
 	n       int    // entries, the zero one included
 	zero    Fingerprint
 	hasZero bool
+	spillTo string // the folder of the table's file, for a table beyond the memory budget ("": in memory)
+	spill   *spill // the table's file, once sized
 }
 
 // sizeSample and sizeBuckets are how many entries, from at least how many buckets, size a
@@ -90,7 +117,7 @@ const (
 )
 
 // add adds the next bucket's entries (sorted, one per e-mail).
-func (b *tableBuilder) add(entries []byte) {
+func (b *tableBuilder) add(entries []byte) error {
 	b.buckets++
 	if len(entries) >= fpEntrySize && binary.LittleEndian.Uint64(entries) == 0 {
 		// Hash 0 (the first bucket) marks an empty slot: its entry is kept apart.
@@ -99,36 +126,66 @@ func (b *tableBuilder) add(entries []byte) {
 		b.n++
 		entries = entries[fpEntrySize:]
 	}
-	if b.h.slots == nil {
+	if !b.sized {
 		b.early = append(b.early, entries...)
 		if len(b.early) >= sizeSample*fpEntrySize && b.buckets >= sizeBuckets {
-			b.size(len(b.early) / fpEntrySize * (FingerprintBuckets / 2) / b.buckets)
+			return b.size(len(b.early) / fpEntrySize * (FingerprintBuckets / 2) / b.buckets)
 		}
-		return
+		return nil
 	}
-	b.place(entries)
+	return b.place(entries)
 }
 
 // finish places what is left once every bucket of the half was added.
-func (b *tableBuilder) finish() {
-	if b.h.slots == nil && len(b.early) > 0 {
-		b.size(len(b.early) / fpEntrySize)
+func (b *tableBuilder) finish() error {
+	if !b.sized && len(b.early) > 0 {
+		if err := b.size(len(b.early) / fpEntrySize); err != nil {
+			return err
+		}
 	}
+	if s := b.spill; s != nil && s.w != nil {
+		if err := s.finish(); err != nil {
+			return err
+		}
+		b.h.size = s.length
+	}
+	return nil
 }
 
-// size makes the table for about expect entries and places the entries kept aside.
-func (b *tableBuilder) size(expect int) {
+// size makes the table for about expect entries, in memory or on file, and places the
+// entries kept aside.
+func (b *tableBuilder) size(expect int) error {
+	b.sized = true
 	b.h.homes = uint64(expect) + uint64(expect)/3 + uint64(expect)/20 + 16
-	b.h.slots = make([]Fingerprint, b.h.homes+slotsTail)
+	if b.spillTo != "" {
+		s, err := createSpill(b.spillTo, b.h.homes+slotsTail)
+		if err != nil {
+			return err
+		}
+		b.spill, b.h.file = s, s.file
+	} else {
+		b.h.slots = make([]Fingerprint, b.h.homes+slotsTail)
+	}
 	early := b.early
 	b.early = nil
-	b.place(early)
+	return b.place(early)
 }
 
 // place places sorted entries after those placed, each at its home slot or after the one
 // before, keeping a slot empty after the last (the table grows when the estimate was short).
-func (b *tableBuilder) place(entries []byte) {
+func (b *tableBuilder) place(entries []byte) error {
 	h := b.h
+	if b.spill != nil {
+		for i := 0; i+fpEntrySize <= len(entries); i += fpEntrySize {
+			p := max(h.home(binary.LittleEndian.Uint64(entries[i:])), b.next)
+			if err := b.spill.put(p, entries[i:i+fpEntrySize]); err != nil {
+				return err
+			}
+			b.next = p + 1
+			b.n++
+		}
+		return nil
+	}
 	for i := 0; i+fpEntrySize <= len(entries); i += fpEntrySize {
 		e := Fingerprint{Email: binary.LittleEndian.Uint64(entries[i:]), Payload: binary.LittleEndian.Uint64(entries[i+8:]),
 			Source: binary.LittleEndian.Uint64(entries[i+16:])}
@@ -140,6 +197,7 @@ func (b *tableBuilder) place(entries []byte) {
 		b.next = p + 1
 		b.n++
 	}
+	return nil
 }
 
 // slotsTail is how many slots a half's table has past its homes, for the entries placed after
@@ -161,10 +219,11 @@ func (s *Store) loadBuckets(ctx context.Context, listID int64, tb *tableBuilder,
 	if err != nil {
 		return err
 	}
-	if s.d == SQLite {
+	if s.d == SQLite && tb.spillTo == "" {
 		// The parts are read through a memory map of the database file, not a read call and a
 		// copy a page (about a quarter of the load's time); the connection goes back to the
-		// pool as it was.
+		// pool as it was. Not for a set beyond its memory budget: the pages mapped would
+		// count in the process's memory.
 		if _, err := conn.ExecContext(ctx, "PRAGMA mmap_size = "+strconv.Itoa(loadMmapSize)); err != nil {
 			return err
 		}
@@ -181,7 +240,7 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, list
 	bucket, buf, ends := -1, []byte(nil), []int(nil) // bucket: the one whose parts are in buf
 	next := lo                                       // the first bucket not yet added
 	var merged, withRecent []byte
-	addUpTo := func(end int) {
+	addUpTo := func(end int) error {
 		for ; next < end; next++ {
 			k := 0 // the bucket's recent changes: recent[:k]
 			for k < len(recent) && bucketOf(recent[k].Email) == next {
@@ -196,9 +255,12 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, list
 				withRecent = mergeBucket(withRecent[:0], entries, recent[:k])
 				entries, recent = withRecent, recent[k:]
 			}
-			tb.add(entries)
+			if err := tb.add(entries); err != nil {
+				return err
+			}
 		}
 		buf, ends = buf[:0], ends[:0]
+		return nil
 	}
 	for rows.Next() {
 		var b int
@@ -210,7 +272,10 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, list
 			return fmt.Errorf("bucket %d is malformed", b)
 		}
 		if b != bucket {
-			addUpTo(b) // the buckets before b: bucket's parts (in buf), and those without any
+			// The buckets before b: bucket's parts (in buf), and those without any.
+			if err := addUpTo(b); err != nil {
+				return err
+			}
 			bucket = b
 		}
 		buf = append(buf, data...)
@@ -219,8 +284,7 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, list
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	addUpTo(hi)
-	return nil
+	return addUpTo(hi)
 }
 
 // recentOfHalf reads the recent changes of half h of the list's fingerprints (the e-mail

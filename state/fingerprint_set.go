@@ -3,7 +3,9 @@ package state
 import (
 	"cmp"
 	"math/bits"
+	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -25,6 +27,9 @@ type FingerprintSet struct {
 	npending int
 	free     [][]Fingerprint // emptied blocks, for the next ones added
 	scratch  []Fingerprint   // one bucket's entries, sorted, while saving
+
+	closeOnce sync.Once // Close
+	closeErr  error
 }
 
 // half is a table of loaded entries: in hash order, each at or after its home slot (the
@@ -32,10 +37,23 @@ type FingerprintSet struct {
 // empty slots (e-mail hash 0) in between and at least one after the last. An entry is found
 // from its home slot on, over the smaller hashes there: a slot or two, mostly in the cache
 // line of the home slot or the next, with nothing to read first.
+//
+// A table beyond the set's memory budget is on a temporary file instead, in the same layout
+// (24 bytes a slot, little-endian), and slots is empty.
 type half struct {
 	slots []Fingerprint
 	homes uint64
-	base  int // the Index of slots[0]
+	base  int      // the Index of slots[0]
+	file  *os.File // the table on file, of size slots (nil: in slots)
+	size  uint64
+}
+
+// len is how many slots the half's table has.
+func (h *half) len() int {
+	if h.file != nil {
+		return int(h.size)
+	}
+	return len(h.slots)
 }
 
 // home is the slot of the half's table an e-mail hash's entry is at or after.
@@ -83,31 +101,49 @@ func (f *FingerprintSet) Pending() int { return f.npending }
 // third larger than their number, each entry at or after the slot its hash scales to: a
 // lookup reads on from there over the smaller hashes, a slot or two, where a binary search
 // over a million would miss on most probes.
-func (f *FingerprintSet) Lookup(email uint64) (Fingerprint, bool) {
-	fp, _, ok := f.lookup(email)
-	return fp, ok
+//
+// A set on file (Spilled) reads the slots from there: err is that read's failure.
+func (f *FingerprintSet) Lookup(email uint64) (fp Fingerprint, ok bool, err error) {
+	fp, _, ok, err = f.lookup(email)
+	return fp, ok, err
 }
 
 // Index returns a number for an e-mail hash's entry below IndexBound, a different one for
 // each entry loaded, for a caller that keeps a bit per loaded entry: a run notes there which
 // addresses it read.
-func (f *FingerprintSet) Index(email uint64) (int, bool) {
-	_, i, ok := f.lookup(email)
-	return i, ok
+func (f *FingerprintSet) Index(email uint64) (i int, ok bool, err error) {
+	_, i, ok, err = f.lookup(email)
+	return i, ok, err
 }
 
 // IndexBound is what every Index is below.
-func (f *FingerprintSet) IndexBound() int { return len(f.halves[0].slots) + len(f.halves[1].slots) + 1 }
+func (f *FingerprintSet) IndexBound() int { return f.halves[0].len() + f.halves[1].len() + 1 }
 
-func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool) {
+func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool, error) {
+	h := &f.halves[email>>63]
+	if email != 0 && len(h.slots) > 0 {
+		fp, i, ok := h.find(email, h.home(email))
+		return fp, i, ok, nil
+	}
+	var buf [spillWindow * fpEntrySize]byte
+	return f.lookupWith(email, buf[:])
+}
+
+// lookupWith is lookup for an e-mail hash 0 or one whose table is not in memory, reading a
+// table on file into buf (spillWindow entries).
+func (f *FingerprintSet) lookupWith(email uint64, buf []byte) (Fingerprint, int, bool, error) {
 	if email == 0 {
-		return f.zero, f.IndexBound() - 1, f.hasZero
+		return f.zero, f.IndexBound() - 1, f.hasZero, nil
 	}
 	h := &f.halves[email>>63]
-	if len(h.slots) == 0 {
-		return Fingerprint{}, 0, false
+	switch {
+	case len(h.slots) > 0:
+		fp, i, ok := h.find(email, h.home(email))
+		return fp, i, ok, nil
+	case h.file != nil:
+		return h.findOnFile(email, h.home(email), buf)
 	}
-	return h.find(email, h.home(email))
+	return Fingerprint{}, 0, false, nil
 }
 
 // LookupBatch looks up many e-mail hashes at once: for each emails[i] it sets fps[i] and
@@ -116,7 +152,13 @@ func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool) {
 // no branch on what it reads, so the memory loads of many lookups are in flight together;
 // the lookups then find their entries in the cache. For a large set this is several times
 // faster than one Lookup after the other.
-func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found []bool, idx []int32) {
+//
+// A set on file (Spilled) reads each entry from there, a read call a lookup: err is the first
+// read that failed (the results are then incomplete).
+func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found []bool, idx []int32) error {
+	if f.Spilled() {
+		return f.lookupBatchOnFile(emails, fps, found, idx)
+	}
 	const group = 256
 	var home [group]uint64
 	for start := 0; start < len(emails); start += group {
@@ -136,14 +178,17 @@ func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found [
 			var at int
 			if h := &f.halves[e>>63]; e != 0 && len(h.slots) > 0 {
 				fps[k], at, found[k] = h.find(e, home[i])
+			} else if e == 0 {
+				fps[k], at, found[k] = f.zero, f.IndexBound()-1, f.hasZero
 			} else {
-				fps[k], at, found[k] = f.lookup(e)
+				fps[k], at, found[k] = Fingerprint{}, 0, false
 			}
 			if idx != nil {
 				idx[k] = int32(at)
 			}
 		}
 	}
+	return nil
 }
 
 // touchSink keeps LookupBatch's touches from being optimised away.

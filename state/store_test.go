@@ -884,7 +884,7 @@ func BenchmarkFingerprints(b *testing.B) {
 		start = time.Now()
 		fps, found := make([]state.Fingerprint, 1000), make([]bool, 1000)
 		for i := 0; i < n; i += 1000 {
-			loaded.LookupBatch(emails[i:i+1000], fps, found, nil)
+			require.NoError(b, loaded.LookupBatch(emails[i:i+1000], fps, found, nil))
 			if !found[999] || fps[999].Payload != uint64(i+999) {
 				b.Fatal("lost a fingerprint")
 			}
@@ -945,7 +945,7 @@ func BenchmarkFingerprintsImport(b *testing.B) {
 		loaded, err = s.LoadFingerprints(ctx, 1)
 		require.NoError(b, err)
 		loadRecent := time.Since(start)
-		if fp, _ := loaded.Lookup(emails[100]); fp.Payload != 101 {
+		if fp, _, _ := loaded.Lookup(emails[100]); fp.Payload != 101 {
 			b.Fatalf("loaded payload %d for a changed row, want 101", fp.Payload)
 		}
 		b.ReportMetric(saved.Seconds(), "save-s")
@@ -1116,7 +1116,8 @@ func TestFingerprintLookup(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(want), loaded.Len())
 	for e, p := range want {
-		got, ok := loaded.Lookup(e)
+		got, ok, err := loaded.Lookup(e)
+		require.NoError(t, err)
 		require.True(t, ok, "%x", e)
 		require.Equal(t, state.Fingerprint{Email: e, Payload: p, Source: p * 3}, got)
 		for _, near := range []uint64{e - 1, e + 1, rng.Uint64()} {
@@ -1152,7 +1153,8 @@ func TestFingerprintIndex(t *testing.T) {
 		require.Equal(t, n, loaded.Len())
 		taken := map[int]bool{}
 		for _, e := range emails {
-			i, ok := loaded.Index(e)
+			i, ok, err := loaded.Index(e)
+			require.NoError(t, err)
 			require.True(t, ok, "n=%d %x", n, e)
 			require.False(t, taken[i], "n=%d: index %d twice", n, i)
 			require.True(t, i >= 0 && i < loaded.IndexBound(), "n=%d: index %d of %d", n, i, loaded.IndexBound())
@@ -1160,10 +1162,12 @@ func TestFingerprintIndex(t *testing.T) {
 		}
 		probe := append(slices.Clone(emails), 0, 1, rng.Uint64(), rng.Uint64())
 		fps, found, idx := make([]state.Fingerprint, len(probe)), make([]bool, len(probe)), make([]int32, len(probe))
-		loaded.LookupBatch(probe, fps, found, idx)
+		require.NoError(t, loaded.LookupBatch(probe, fps, found, idx))
 		for k, e := range probe {
-			fp, ok := loaded.Lookup(e)
-			i, _ := loaded.Index(e)
+			fp, ok, err := loaded.Lookup(e)
+			require.NoError(t, err)
+			i, _, err := loaded.Index(e)
+			require.NoError(t, err)
 			require.Equal(t, ok, found[k], "n=%d %x", n, e)
 			require.Equal(t, fp, fps[k])
 			if ok {
@@ -1213,7 +1217,8 @@ func TestFingerprintRecentChanges(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 30_001, loaded.Len())
 			for i := range 6_000 {
-				fp, ok := loaded.Lookup(email(i*5 + round - 1))
+				fp, ok, err := loaded.Lookup(email(i*5 + round - 1))
+				require.NoError(t, err)
 				require.True(t, ok)
 				require.Equal(t, uint64(round), fp.Payload)
 				require.Equal(t, uint64(round)<<32, fp.Source)
@@ -1237,7 +1242,10 @@ func TestFingerprintRecentChanges(t *testing.T) {
 
 // lookup returns the payload hash stored for an e-mail hash.
 func lookup(f *state.FingerprintSet, email uint64) (uint64, bool) {
-	fp, ok := f.Lookup(email)
+	fp, ok, err := f.Lookup(email)
+	if err != nil {
+		panic(err) // a set in memory: never
+	}
 	return fp.Payload, ok
 }
 
@@ -1287,7 +1295,8 @@ func TestFingerprintMemory(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, n, loaded.Len())
 	for i, e := range emails {
-		fp, ok := loaded.Lookup(e)
+		fp, ok, err := loaded.Lookup(e)
+		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, state.Fingerprint{Email: e, Payload: uint64(i) + 1, Source: uint64(i)}, fp)
 	}

@@ -73,14 +73,18 @@ func seenWords(fps *state.FingerprintSet) int {
 }
 
 // seen notes that the run read an e-mail (as mapped: trimmed and lower-cased) and reports
-// whether it read it before.
-func (f *filter) seen(email string) bool {
+// whether it read it before. err is a failed read of fingerprints on file.
+func (f *filter) seen(email string) (bool, error) {
 	if len(f.fpSeen) > 0 {
-		if i, ok := f.fps.Index(state.EmailHash(email)); ok {
-			return f.seenAt(i)
+		i, ok, err := f.fps.Index(state.EmailHash(email))
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return f.seenAt(i), nil
 		}
 	}
-	return f.dedupe.Observe(email)
+	return f.dedupe.Observe(email), nil
 }
 
 // seenAt is seen for the address of the fingerprint loaded at position i.
@@ -96,7 +100,9 @@ func (f *filter) seenAt(i int) bool {
 // resolve).
 func (f *filter) run(ctx context.Context, c *chunk) error {
 	for i, e := range c.observe {
-		f.seen(e)
+		if _, err := f.seen(e); err != nil {
+			return err
+		}
 		if t := f.track; t != nil {
 			k := uint64(0)
 			if t.keyed {
@@ -120,7 +126,10 @@ func (f *filter) run(ctx context.Context, c *chunk) error {
 	} else {
 		n := 0
 		for i, row := range c.rows {
-			send, dup, ok := f.check(c, &row, c.vals[i])
+			send, dup, ok, err := f.check(c, &row, c.vals[i])
+			if err != nil {
+				return err
+			}
 			if !ok {
 				continue
 			}
@@ -152,25 +161,29 @@ func (f *filter) run(ctx context.Context, c *chunk) error {
 
 // check runs a mapped row (of the source values given) past the deduper: send is whether it
 // goes on, dup whether its e-mail came before; ok is false for a row the duplicate policy
-// rejected.
-func (f *filter) check(c *chunk, row *mapping.Row, values []string) (send, dup, ok bool) {
+// rejected. err is a failed read of fingerprints on file.
+func (f *filter) check(c *chunk, row *mapping.Row, values []string) (send, dup, ok bool, err error) {
 	if t := f.track; t != nil {
 		if code := t.claim(state.EmailHash(row.Sub.Email), t.key(row)); code != "" {
 			c.reject(f.mapper.KeyReject(row, code), values)
-			return false, false, false
+			return false, false, false, nil
 		}
 	}
 	before := f.dedupe.Duplicates()
-	send, drej := f.dedupe.Decide(*row, f.seen(row.Sub.Email))
+	was, err := f.seen(row.Sub.Email)
+	if err != nil {
+		return false, false, false, err
+	}
+	send, drej := f.dedupe.Decide(*row, was)
 	dup = f.dedupe.Duplicates() > before
 	if dup {
 		if drej != nil {
 			c.reject(*drej, values)
-			return false, true, false
+			return false, true, false, nil
 		}
 		c.outcomes = append(c.outcomes, newOutcome(row, outDuplicate, "", f.dryRun))
 	}
-	return send, dup, true
+	return send, dup, true, nil
 }
 
 // resolve turns a delta run's records into outcomes or mapped rows, in source order.
@@ -204,7 +217,10 @@ func (f *filter) resolve(ctx context.Context, c *chunk) error {
 		if row == nil {
 			continue
 		}
-		send, dup, ok := f.check(c, row, rec.Values)
+		send, dup, ok, err := f.check(c, row, rec.Values)
+		if err != nil {
+			return err
+		}
 		if !ok || !send {
 			c.dropRow()
 			continue
@@ -294,7 +310,9 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 	case f.held != nil:
 		f.skipHeld(c)
 	case f.delta && f.fps.Len() > 0:
-		f.skipUnchanged(c)
+		if err := f.skipUnchanged(c); err != nil {
+			return err
+		}
 	}
 	n := 0
 	for i := range c.rows {
@@ -315,10 +333,12 @@ func (f *filter) apply(ctx context.Context, c *chunk) error {
 }
 
 // skipUnchanged marks the rows whose payload is the one last acknowledged for their e-mail.
-func (f *filter) skipUnchanged(c *chunk) {
+func (f *filter) skipUnchanged(c *chunk) error {
 	c.stored = slices.Grow(c.stored[:0], len(c.rows))[:len(c.rows)]
 	c.known = slices.Grow(c.known[:0], len(c.rows))[:len(c.rows)]
-	f.fps.LookupBatch(c.emails, c.stored, c.known, nil)
+	if err := f.fps.LookupBatch(c.emails, c.stored, c.known, nil); err != nil {
+		return err
+	}
 	for i := range c.rows {
 		// A later row for an e-mail (duplicates = last) is sent even when unchanged: it
 		// must win over an earlier row of this run that may have been sent.
@@ -337,6 +357,7 @@ func (f *filter) skipUnchanged(c *chunk) {
 			c.skip[i] = true
 		}
 	}
+	return nil
 }
 
 // payloadHash is the delta fingerprint of a row: the mapping (seed has hashed its

@@ -299,11 +299,14 @@ func (p *producer) mapChunk(c *chunk) {
 
 // lookup finds the fingerprints stored for the chunk's candidates, on the mapper's goroutine
 // (FingerprintSet.Lookup reads only what was loaded), so that filter.resolve, which runs on
-// one goroutine for all chunks, is left with what must be done in order.
+// one goroutine for all chunks, is left with what must be done in order. A failed read of
+// fingerprints on file fails the chunk, and with it the run.
 func (p *producer) lookup(c *chunk) {
 	n := len(c.candKeys)
 	c.candFPs = slices.Grow(c.candFPs[:0], n)[:n]
 	c.candHit = slices.Grow(c.candHit[:0], n)[:n]
 	c.candIdx = slices.Grow(c.candIdx[:0], n)[:n]
-	p.fps.LookupBatch(c.candKeys, c.candFPs, c.candHit, c.candIdx)
+	if err := p.fps.LookupBatch(c.candKeys, c.candFPs, c.candHit, c.candIdx); err != nil {
+		c.err = err
+	}
 }
