@@ -129,6 +129,7 @@ func (rt *Runtime) plan(ctx context.Context, s streamSpec, row func(PlanRow) err
 		return Plan{}, err
 	}
 	defer r.Close()
+	defer cfg.Fingerprints.Close() // its temporary file, if any
 	p, err := pipeline.New(cfg)
 	if err != nil {
 		return Plan{}, err

@@ -43,65 +43,6 @@ type streamSpec struct {
 	opening *background[sources.Reader]
 }
 
-// background is a value made on a goroutine of its own while its caller goes on: a delta
-// sync's fingerprints loading (24 bytes a row, tens of milliseconds for a million) while the
-// run asks the service about the list, and its file source opening (a CSV file is read whole
-// once, for its encoding) meanwhile.
-type background[T any] struct {
-	done   chan struct{}
-	v      T
-	err    error
-	cancel context.CancelFunc
-}
-
-func inBackground[T any](ctx context.Context, fn func(context.Context) (T, error)) *background[T] {
-	bctx, cancel := context.WithCancel(ctx)
-	b := &background[T]{done: make(chan struct{}), cancel: cancel}
-	go func() {
-		defer close(b.done)
-		b.v, b.err = fn(bctx)
-	}()
-	return b
-}
-
-// wait returns the value once made.
-func (b *background[T]) wait(ctx context.Context) (T, error) {
-	select {
-	case <-b.done:
-		return b.v, b.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
-// stop ends the work if it still runs and returns what it made, for the caller to release.
-func (b *background[T]) stop() (T, error) {
-	b.cancel()
-	<-b.done
-	return b.v, b.err
-}
-
-func (rt *Runtime) loadFingerprints(ctx context.Context, listID int64) *background[*state.FingerprintSet] {
-	return inBackground(ctx, func(ctx context.Context) (*state.FingerprintSet, error) {
-		return rt.store.LoadFingerprints(ctx, listID)
-	})
-}
-
-// openSource opens src in the background. Whoever waited for it closes it; the caller of
-// openSource closes it too, when done (closing a source twice is safe), to release it when
-// the run ends before taking it.
-func openSource(ctx context.Context, src sources.Config) *background[sources.Reader] {
-	return inBackground(ctx, func(ctx context.Context) (sources.Reader, error) { return sources.Open(ctx, src) })
-}
-
-// closeSource stops an opening source and closes it.
-func closeSource(o *background[sources.Reader]) {
-	if r, err := o.stop(); err == nil {
-		_ = r.Close()
-	}
-}
-
 // sourceConfig is the source s reads, as opened.
 func (s streamSpec) sourceConfig() sources.Config {
 	src := s.source
@@ -134,16 +75,13 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 	if rt.sinkErr != nil {
 		return cfg, nil, permanent(fmt.Errorf("subscriber service client: %w", rt.sinkErr))
 	}
-	load := s.fps // the caller's, stopped by the caller
-	if load == nil && s.delta && !s.verify {
-		load = rt.loadFingerprints(ctx, s.listID)
-		defer load.stop() // done by then, unless prepare failed first
-	}
+	ok := false
+	load, release := rt.fingerprintLoad(ctx, s)
+	defer func() { release(ok) }()
 	r, err := s.open(ctx)
 	if err != nil {
 		return cfg, nil, err
 	}
-	ok := false
 	defer func() {
 		if !ok {
 			_ = r.Close()
@@ -169,7 +107,7 @@ func (rt *Runtime) prepare(ctx context.Context, log *slog.Logger, s streamSpec, 
 		log.InfoContext(ctx, "read the list in the service to verify against it", slog.Int64("list_id", s.listID),
 			slog.Int("subscribers", held.Len()))
 	} else if load != nil {
-		if fps, err = load.wait(ctx); err != nil {
+		if fps, err = rt.waitFingerprints(ctx, log, s.listID, load); err != nil {
 			return cfg, nil, err
 		}
 	}
@@ -278,6 +216,7 @@ func (rt *Runtime) stream(ctx context.Context, a *attempt, s streamSpec) (string
 		return "", err
 	}
 	defer r.Close()
+	defer cfg.Fingerprints.Close() // its temporary file, if any
 	pr := r.Progress()
 	if err := rt.store.SetTotals(ctx, a.run.ID, a.owner, pr.TotalRows, pr.TotalBytes); err != nil {
 		return "", err

@@ -151,7 +151,7 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 		var load *background[*state.FingerprintSet] // a delta sync's fingerprints, loading meanwhile
 		defer func() {
 			if load != nil {
-				load.stop()
+				releaseFingerprints(load)
 			}
 		}()
 		stream := streamSpec{source: spec.Source, listID: spec.ListID, mapping: spec.Mapping,
@@ -169,7 +169,7 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 				return err
 			}
 			if note != "" {
-				load.stop()
+				releaseFingerprints(load)
 				load = nil
 				a.log.WarnContext(ctx, "the list in the service is far smaller than what subsync sent to it: verifying instead",
 					slog.Int64("list_id", spec.ListID), slog.String("note", note))
