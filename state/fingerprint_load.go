@@ -215,10 +215,6 @@ func (s *Store) loadBuckets(ctx context.Context, listID int64, tb *tableBuilder,
 		return err
 	}
 	defer conn.Close()
-	recent, err := recentOfHalf(ctx, conn, listID, h)
-	if err != nil {
-		return err
-	}
 	if s.d == SQLite && tb.spillTo == "" {
 		// The parts are read through a memory map of the database file, not a read call and a
 		// copy a page (about a quarter of the load's time); the connection goes back to the
@@ -228,6 +224,32 @@ func (s *Store) loadBuckets(ctx context.Context, listID int64, tb *tableBuilder,
 			return err
 		}
 		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA mmap_size = 0") }()
+	}
+	// A set beyond its memory budget reads its recent changes (up to a sixteenth of the
+	// list) a few buckets at a time, with the parts of those buckets, not a half's at once.
+	step := hi - lo
+	if tb.spillTo != "" {
+		step = recentStepBuckets
+	}
+	for from := lo; from < hi; from += step {
+		if err := loadRange(ctx, conn, listID, tb, from, min(from+step, hi)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recentStepBuckets is how many buckets' recent changes a set beyond its memory budget reads
+// at once, when loading or saving: a 64th of them (a list of 10 million fingerprints has up
+// to 625,000, 15 MB; 240 KB a step).
+const recentStepBuckets = FingerprintBuckets / 64
+
+// loadRange adds the buckets [lo, hi) (of one half) to tb, in order: each bucket's parts
+// merged into one, then its recent changes merged in.
+func loadRange(ctx context.Context, conn *sql.Conn, listID int64, tb *tableBuilder, lo, hi int) error {
+	recent, err := recentOfBuckets(ctx, conn, listID, lo, hi)
+	if err != nil {
+		return err
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT bucket, data FROM subsync_fingerprint
 WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, listID, lo, hi)
@@ -287,14 +309,15 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket, part`, list
 	return addUpTo(hi)
 }
 
-// recentOfHalf reads the recent changes of half h of the list's fingerprints (the e-mail
-// hashes of one sign, as they are stored), sorted by e-mail hash.
-func recentOfHalf(ctx context.Context, conn *sql.Conn, listID int64, h int) ([]Fingerprint, error) {
-	minEmail, maxEmail := int64(0), int64(math.MaxInt64)
-	if h == 1 {
-		minEmail, maxEmail = math.MinInt64, -1
+// recentOfBuckets reads the recent changes of the buckets [lo, hi) of the list's
+// fingerprints, all of one half (their e-mail hashes, stored as signed integers, of one sign),
+// sorted by e-mail hash.
+func recentOfBuckets(ctx context.Context, q querier, listID int64, lo, hi int) ([]Fingerprint, error) {
+	if lo < FingerprintBuckets/2 && hi > FingerprintBuckets/2 {
+		return nil, fmt.Errorf("buckets %d to %d span both halves", lo, hi-1)
 	}
-	rows, err := conn.QueryContext(ctx, `SELECT email, payload, source FROM subsync_fingerprint_recent
+	minEmail, maxEmail := int64(uint64(lo)<<52), int64(uint64(hi)<<52-1)
+	rows, err := q.QueryContext(ctx, `SELECT email, payload, source FROM subsync_fingerprint_recent
 WHERE list_id = $1 AND email >= $2 AND email <= $3`, listID, minEmail, maxEmail)
 	if err != nil {
 		return nil, err
@@ -309,18 +332,9 @@ WHERE list_id = $1 AND email >= $2 AND email <= $3`, listID, minEmail, maxEmail)
 // loadMmapSize is the most of an SQLite database a fingerprint load maps (PRAGMA mmap_size).
 const loadMmapSize = 1 << 30
 
-// querier is what recentFingerprints reads with: a *sql.DB or a *sql.Tx.
+// querier is what recentOfBuckets reads with: a *sql.Conn or a *sql.Tx.
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// recentFingerprints reads the recent changes of a list's fingerprints.
-func recentFingerprints(ctx context.Context, q querier, listID int64) ([]Fingerprint, error) {
-	rows, err := q.QueryContext(ctx, "SELECT email, payload, source FROM subsync_fingerprint_recent WHERE list_id = $1", listID)
-	if err != nil {
-		return nil, err
-	}
-	return scanRecent(rows)
 }
 
 // scanRecent reads rows of recent changes (email, payload, source), and closes them.

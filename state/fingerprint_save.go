@@ -70,16 +70,24 @@ func (s *Store) SaveFingerprintsStepped(ctx context.Context, f *FingerprintSet, 
 			stepped = true
 			return nil
 		}
-		var old []Fingerprint // the recent changes, older than the pending ones
-		if recent > 0 {
-			var err error
-			if old, err = recentFingerprints(ctx, tx, f.listID); err != nil {
+		// The recent changes, older than the pending ones, are folded in a half at a time, or
+		// a few buckets at a time for a set beyond its memory budget (they are up to a
+		// sixteenth of the list).
+		step := FingerprintBuckets / 2
+		if f.Spilled() {
+			step = recentStepBuckets
+		}
+		for from := 0; from < FingerprintBuckets; from += step {
+			var old []Fingerprint
+			if recent > 0 {
+				var err error
+				if old, err = recentOfBuckets(ctx, tx, f.listID, from, from+step); err != nil {
+					return err
+				}
+			}
+			if err := saveParts(ctx, tx, s.d, f, old, from, from+step); err != nil {
 				return err
 			}
-			old = radixSort(old)
-		}
-		if err := saveParts(ctx, tx, s.d, f, old, 0, FingerprintBuckets); err != nil {
-			return err
 		}
 		_, err := tx.ExecContext(ctx, "DELETE FROM subsync_fingerprint_recent WHERE list_id = $1", f.listID)
 		return err

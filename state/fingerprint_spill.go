@@ -62,7 +62,7 @@ func createSpill(dir string, slots uint64) (*spill, error) {
 		_ = file.Close()
 		return nil, fail(err)
 	}
-	return &spill{dir: dir, file: file, w: bufio.NewWriterSize(file, 256<<10), length: slots}, nil
+	return &spill{dir: dir, file: file, w: bufio.NewWriterSize(file, 64<<10), length: slots}, nil
 }
 
 // zeroSlots is a run of empty slots, written for the gaps between entries.

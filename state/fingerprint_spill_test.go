@@ -116,6 +116,30 @@ func TestFingerprintsBeyondBudget(t *testing.T) {
 		require.Equal(t, wfound, found)
 		require.Equal(t, widx, idx)
 
+		// A save of many changes from the set on file folds the recent changes into the
+		// buckets a few buckets at a time.
+		for _, e := range emails[:len(emails)/2] {
+			onFile.Add(state.Fingerprint{Email: e, Payload: e ^ 1, Source: 11})
+		}
+		require.NoError(t, s.SaveFingerprints(ctx, onFile))
+		var recent int
+		require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_fingerprint_recent").Scan(&recent))
+		require.Zero(t, recent, "folded into the buckets")
+		again, err := s.LoadFingerprints(ctx, 3)
+		require.NoError(t, err)
+		require.Equal(t, len(emails), again.Len())
+		for k, e := range emails {
+			want, _, err := mem.Lookup(e)
+			require.NoError(t, err)
+			if k < len(emails)/2 {
+				want = state.Fingerprint{Email: e, Payload: e ^ 1, Source: 11}
+			}
+			got, ok, err := again.Lookup(e)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, want, got)
+		}
+
 		require.NoError(t, onFile.Close())
 		require.NoError(t, onFile.Close(), "closing again")
 		require.Empty(t, tempFiles(t, dir), "released by Close")
@@ -167,6 +191,7 @@ func TestFingerprintsBeyondBudgetMemory(t *testing.T) {
 			require.True(t, onFile.Spilled())
 			require.Less(t, spilled, int64(budget), "on file")
 			require.NoError(t, onFile.Close())
+
 		})
 	}
 }
