@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -131,6 +132,13 @@ func BenchmarkDeltaRows(b *testing.B) {
 // file and compiles the mapping, and the loaded fingerprints.
 func deltaSource(tb testing.TB, path, mappingTOML string, skip func(ord int64) bool) (func() (*sources.CSVReader, *mapping.Mapper), *state.FingerprintSet) {
 	tb.Helper()
+	return deltaSourceWithin(tb, path, mappingTOML, skip, state.FingerprintLimits{})
+}
+
+// deltaSourceWithin is deltaSource with the fingerprints loaded within lim.
+func deltaSourceWithin(tb testing.TB, path, mappingTOML string, skip func(ord int64) bool,
+	lim state.FingerprintLimits) (func() (*sources.CSVReader, *mapping.Mapper), *state.FingerprintSet) {
+	tb.Helper()
 	ctx := context.Background()
 	spec, err := mapping.ParseSpec([]byte(mappingTOML))
 	require.NoError(tb, err)
@@ -164,9 +172,37 @@ func deltaSource(tb testing.TB, path, mappingTOML string, skip func(ord int64) b
 	require.NoError(tb, err)
 	store := state.New(db, state.SQLite)
 	require.NoError(tb, store.SaveFingerprints(ctx, set))
-	fps, err := store.LoadFingerprints(ctx, 1)
+	fps, err := store.LoadFingerprintsWithin(ctx, 1, lim)
 	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = fps.Close() })
 	return open, fps
+}
+
+// TestDeltaFingerprintsOnFileFail: a delta run whose fingerprints are on a temporary file
+// (beyond the memory budget) fails with the error of a read of that file, and sends nothing:
+// a fingerprint it could not read is not taken for a row without one.
+func TestDeltaFingerprintsOnFileFail(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "crm.csv")
+	var src strings.Builder
+	src.WriteString("E-post,Fornavn\n")
+	for i := range 5000 {
+		fmt.Fprintf(&src, "p%d@x.no,P%d\n", i, i)
+	}
+	require.NoError(t, os.WriteFile(path, []byte(src.String()), 0o600))
+	open, fps := deltaSourceWithin(t, path, "[columns]\n\"E-post\" = \"email\"\nFornavn = \"firstname\"\n", nil,
+		state.FingerprintLimits{MemoryBudget: 1, TempDir: t.TempDir()})
+	require.True(t, fps.Spilled())
+	require.NoError(t, fps.Close()) // every read of the file fails from now on
+	r, m := open()
+	defer r.Close()
+	sender := &ackSender{}
+	e, err := New(Config{Reader: r, Mapper: m, Sender: sender, Store: &memStore{sup: memSuppressions{}}, MapWorkers: 2,
+		ListID: 1, RunID: 1, Owner: "o", Delta: true, Fingerprints: fps})
+	require.NoError(t, err)
+	err = e.Run(context.Background(), 0)
+	require.ErrorContains(t, err, "read the fingerprints' temporary file")
+	require.Empty(t, sender.batches)
 }
 
 // processCPU is the CPU time (user and system) this process used so far, in seconds.
