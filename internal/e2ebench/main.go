@@ -95,8 +95,12 @@ import (
 	"github.com/subsync/subsync/sources"
 )
 
-// fpFlush is the -fingerprint-flush flag, passed on to every subsync child.
-var fpFlush int
+// fpFlush and memBudget are the -fingerprint-flush and -memory-budget flags, passed on to
+// every subsync child.
+var (
+	fpFlush   int
+	memBudget int64
+)
 
 // childEnv makes this binary the subsync child; its value is the child's JSON config.
 const childEnv = "SUBSYNC_E2EBENCH_CHILD"
@@ -115,6 +119,8 @@ type childConfig struct {
 	BatchesInFlight int    `json:"batches_in_flight"`
 	// FingerprintFlush is jobs.Config.FingerprintFlush (0: its default).
 	FingerprintFlush int `json:"fingerprint_flush,omitempty"`
+	// MemoryBudget is jobs.Config.MemoryBudget (0: its default).
+	MemoryBudget int64 `json:"memory_budget,omitempty"`
 	// Sync runs a (delta) sync of Path instead of an import.
 	Sync bool `json:"sync,omitempty"`
 	// DatabaseURL is the Postgres database of the queue; empty: SQLite in DataDir.
@@ -170,6 +176,7 @@ func main() {
 	inFlight := flag.Int("in-flight", 4, "HTTP requests in flight, for both clients")
 	batches := flag.Int("batches-in-flight", 4, "subsync's batches sent and not yet checkpointed (jobs.Config.BatchesInFlight)")
 	flag.IntVar(&fpFlush, "fingerprint-flush", 0, "delta fingerprints a run holds before saving them (jobs.Config.FingerprintFlush); 0: the default")
+	flag.Int64Var(&memBudget, "memory-budget", 0, "bytes each of a run's sets that grow with its rows may hold in memory before it spills to a temporary file (jobs.Config.MemoryBudget); 0: the default")
 	mode := flag.String("mode", "import", "import (subsync against the raw limit) or delta (two syncs, 1% changed)")
 	flag.DurationVar(&latency, "latency", 0, "added by the emulator to every request, as a service tens of milliseconds away; the raw client then keeps -batches-in-flight requests in flight")
 	runs := flag.Int("runs", 1, "import mode: raw limit and subsync measured in turn this many times; the median ratio is printed. Delta mode: the second sync is run this many times, each on a copy of the database the first left")
@@ -621,8 +628,8 @@ func child(raw string) int {
 	var bulk bulkStats
 	cfg := jobs.Config{
 		DatabaseURL: c.DatabaseURL, DataDir: c.DataDir, BatchesInFlight: c.BatchesInFlight, PollInterval: 25 * time.Millisecond,
-		FingerprintFlush: c.FingerprintFlush,
-		Logger:           slog.New(&timingsHandler{Handler: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}), into: &res.Timings}),
+		FingerprintFlush: c.FingerprintFlush, MemoryBudget: c.MemoryBudget,
+		Logger: slog.New(&timingsHandler{Handler: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}), into: &res.Timings}),
 		Sink: sink.Config{BaseURL: c.SinkURL, UserID: benchUser, APIKey: benchKey, RequestsPerSecond: -1,
 			MaxInFlight: c.InFlight, Observer: bulk.observe},
 	}
@@ -742,8 +749,12 @@ func runDelta(n int, dir string, inFlight, batches, runs int) error {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	fmt.Printf("e2ebench -mode delta: %d contacts synced twice (1%% changed), %d requests in flight, batches in flight %d\n",
-		n, inFlight, batches)
+	budget := "default"
+	if memBudget > 0 {
+		budget = strconv.FormatInt(memBudget, 10) + " bytes"
+	}
+	fmt.Printf("e2ebench -mode delta: %d contacts synced twice (1%% changed), %d requests in flight, batches in flight %d, memory budget %s\n",
+		n, inFlight, batches, budget)
 	path := filepath.Join(dir, fmt.Sprintf("delta-%d.csv", n))
 	start := time.Now()
 	if err := generate(path, "csv", n); err != nil {
@@ -880,7 +891,7 @@ func changeRows(path string, step int) (int, error) {
 
 // runChild runs one subsync child process (on cpus, if any) and returns what it measured.
 func runChild(c childConfig, cpus []int) (childResult, error) {
-	c.FingerprintFlush = fpFlush
+	c.FingerprintFlush, c.MemoryBudget = fpFlush, memBudget
 	raw, _ := json.Marshal(c)
 	cmd, err := childCommand(cpus, childEnv+"="+string(raw))
 	if err != nil {
