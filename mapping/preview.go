@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,7 +31,14 @@ type PreviewOptions struct {
 	Rows int
 	// JSON writes one JSON document (columns, constants, rows, rejects, stats) instead of text.
 	JSON bool
+	// MemoryBudget bounds the memory of the set of e-mails read (as a run's: Deduper.Bound),
+	// which spills beyond it to a temporary file in TempDir (0: 32 MiB; "": os.TempDir()).
+	MemoryBudget int64
+	TempDir      string
 }
+
+// previewBudget is PreviewOptions.MemoryBudget's default, a worker's default budget.
+const previewBudget = 32 << 20
 
 // PreviewStats counts what a preview read.
 type PreviewStats struct {
@@ -100,7 +108,8 @@ func preview(ctx context.Context, r sources.Reader, m *Mapper, opts PreviewOptio
 	want = max(want, 0)
 	stats := PreviewStats{ByCode: map[string]int64{}, Unplaced: m.Unplaced()}
 	var dropped []Reject
-	dedupe := m.NewDeduper()
+	dedupe := m.NewDeduper().Bound(cmp.Or(opts.MemoryBudget, previewBudget), opts.TempDir)
+	defer dedupe.Close()
 	var rows []Row
 	var held []Reject
 	tableDone := false
@@ -165,6 +174,10 @@ func preview(ctx context.Context, r sources.Reader, m *Mapper, opts PreviewOptio
 		}
 		stats.Mapped++
 		send, dupRej := dedupe.Check(row)
+		if err := dedupe.Err(); err != nil {
+			readErr = fmt.Errorf("preview: row %d: %w", stats.Rows, err)
+			break
+		}
 		if dupRej != nil {
 			stats.Mapped--
 			addReject(*dupRej)
