@@ -42,6 +42,7 @@ func (s *Store) LoadFingerprintsWithin(ctx context.Context, listID int64, lim Fi
 	for h := range 2 {
 		if onFile {
 			builders[h].spillTo = cmp.Or(lim.TempDir, os.TempDir())
+			builders[h].memSlots = max(0, (lim.MemoryBudget-spillOverhead)/2/fpEntrySize)
 		}
 		go func() { errs <- s.loadBuckets(ctx, f.listID, &builders[h], h) }()
 	}
@@ -103,7 +104,10 @@ type tableBuilder struct {
 	zero    Fingerprint
 	hasZero bool
 	spillTo string // the folder of the table's file, for a table beyond the memory budget ("": in memory)
-	spill   *spill // the table's file, once sized
+	// memSlots is how many of the first slots of a table beyond the memory budget are kept
+	// in memory (its share of the budget); the others are on file.
+	memSlots int64
+	spill    *spill // the table's file, once sized
 }
 
 // sizeSample and sizeBuckets are how many entries, from at least how many buckets, size a
@@ -158,11 +162,12 @@ func (b *tableBuilder) size(expect int) error {
 	b.sized = true
 	b.h.homes = uint64(expect) + uint64(expect)/3 + uint64(expect)/20 + 16
 	if b.spillTo != "" {
-		s, err := createSpill(b.spillTo, b.h.homes+slotsTail)
+		mem := min(uint64(b.memSlots), b.h.homes)
+		s, err := createSpill(b.spillTo, mem, b.h.homes+slotsTail)
 		if err != nil {
 			return err
 		}
-		b.spill, b.h.file = s, s.file
+		b.spill, b.h.file, b.h.slots = s, s.file, make([]Fingerprint, mem)
 	} else {
 		b.h.slots = make([]Fingerprint, b.h.homes+slotsTail)
 	}
@@ -177,8 +182,12 @@ func (b *tableBuilder) place(entries []byte) error {
 	h := b.h
 	if b.spill != nil {
 		for i := 0; i+fpEntrySize <= len(entries); i += fpEntrySize {
-			p := max(h.home(binary.LittleEndian.Uint64(entries[i:])), b.next)
-			if err := b.spill.put(p, entries[i:i+fpEntrySize]); err != nil {
+			e := entries[i : i+fpEntrySize]
+			p := max(h.home(binary.LittleEndian.Uint64(e)), b.next)
+			if p < uint64(len(h.slots)) {
+				h.slots[p] = Fingerprint{Email: binary.LittleEndian.Uint64(e), Payload: binary.LittleEndian.Uint64(e[8:]),
+					Source: binary.LittleEndian.Uint64(e[16:])}
+			} else if err := b.spill.put(p, e); err != nil {
 				return err
 			}
 			b.next = p + 1

@@ -39,13 +39,14 @@ type FingerprintSet struct {
 // line of the home slot or the next, with nothing to read first.
 //
 // A table beyond the set's memory budget is on a temporary file instead, in the same layout
-// (24 bytes a slot, little-endian), and slots is empty.
+// (24 bytes a slot, little-endian), but for its first slots, as many as the budget holds,
+// kept in slots.
 type half struct {
 	slots []Fingerprint
 	homes uint64
 	base  int      // the Index of slots[0]
-	file  *os.File // the table on file, of size slots (nil: in slots)
-	size  uint64
+	file  *os.File // the table's slots past those in slots, on file (nil: all in slots)
+	size  uint64   // the table's slots, with a file
 }
 
 // len is how many slots the half's table has.
@@ -121,7 +122,7 @@ func (f *FingerprintSet) IndexBound() int { return f.halves[0].len() + f.halves[
 
 func (f *FingerprintSet) lookup(email uint64) (Fingerprint, int, bool, error) {
 	h := &f.halves[email>>63]
-	if email != 0 && len(h.slots) > 0 {
+	if email != 0 && len(h.slots) > 0 && h.file == nil {
 		fp, i, ok := h.find(email, h.home(email))
 		return fp, i, ok, nil
 	}
@@ -137,11 +138,11 @@ func (f *FingerprintSet) lookupWith(email uint64, buf []byte) (Fingerprint, int,
 	}
 	h := &f.halves[email>>63]
 	switch {
+	case h.file != nil:
+		return h.findOnFile(email, h.home(email), buf)
 	case len(h.slots) > 0:
 		fp, i, ok := h.find(email, h.home(email))
 		return fp, i, ok, nil
-	case h.file != nil:
-		return h.findOnFile(email, h.home(email), buf)
 	}
 	return Fingerprint{}, 0, false, nil
 }

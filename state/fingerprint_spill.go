@@ -11,8 +11,9 @@ import (
 // FingerprintLimits bounds the memory of a loaded FingerprintSet (see LoadFingerprintsWithin).
 type FingerprintLimits struct {
 	// MemoryBudget is how many bytes the loaded tables may take in memory (0: no limit). A
-	// list whose tables would take more has them written to a temporary file instead, in the
-	// same layout, and read from there (a read call a lookup).
+	// list whose tables would take more keeps the first slots of each table in memory, as
+	// many as the budget holds, and writes the others to a temporary file, in the same
+	// layout, to be read from there (a read call a lookup that falls there).
 	MemoryBudget int64
 	// TempDir is the folder of that file ("": os.TempDir()), created if missing.
 	TempDir string
@@ -21,6 +22,11 @@ type FingerprintLimits struct {
 // spillBytes is about what the tables of n fingerprints take: 24 bytes a slot, about a third
 // more slots than entries (see tableBuilder.size).
 func spillBytes(n int64) int64 { return n * fpEntrySize * 83 / 60 }
+
+// spillOverhead is what a set beyond its memory budget holds besides the slots it keeps in
+// memory, at most, while loading: the first buckets that size its tables, the write buffers,
+// the recent changes of a step (see recentStepBuckets).
+const spillOverhead = 1 << 20
 
 // spillWindow is how many slots a lookup on file reads first: the entry is nearly always
 // within the first two from its home slot. A lookup that must read on (hashes crowded in a
@@ -31,20 +37,21 @@ const (
 	spillWindowMax = 1024
 )
 
-// spill writes a half's table to its file as it is placed, in hash order: the empty slots
-// before an entry as zeros, then the entry.
+// spill writes the slots of a half's table past those kept in memory to its file as they are
+// placed, in hash order: the empty slots before an entry as zeros, then the entry.
 type spill struct {
 	dir     string
 	file    *os.File
 	w       *bufio.Writer
-	written uint64 // the slots written
+	written uint64 // the slots written, those in memory included
 	length  uint64 // the table's slots: grown as the one in memory would be (see place)
 }
 
 // createSpill creates the temporary file of a half's table in dir, and removes its name at
 // once: the set reads it through its descriptor, and its space is freed when the set is
 // closed or the process ends, even by a crash, with nothing left behind in dir.
-func createSpill(dir string, slots uint64) (*spill, error) {
+// The file holds the table's slots from mem on, of slots to begin with.
+func createSpill(dir string, mem, slots uint64) (*spill, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
@@ -62,13 +69,13 @@ func createSpill(dir string, slots uint64) (*spill, error) {
 		_ = file.Close()
 		return nil, fail(err)
 	}
-	return &spill{dir: dir, file: file, w: bufio.NewWriterSize(file, 64<<10), length: slots}, nil
+	return &spill{dir: dir, file: file, w: bufio.NewWriterSize(file, 64<<10), written: mem, length: slots}, nil
 }
 
 // zeroSlots is a run of empty slots, written for the gaps between entries.
 var zeroSlots [128 * fpEntrySize]byte
 
-// put writes entry (24 bytes) at slot p, at or after the slots written.
+// put writes entry (24 bytes) at slot p, at or after the slots written (and those in memory).
 func (s *spill) put(p uint64, entry []byte) error {
 	if p+1 >= s.length {
 		s.length += s.length/8 + slotsTail // as tableBuilder.place grows a table in memory
@@ -111,9 +118,20 @@ func (s *spill) fail(err error) error {
 	return fmt.Errorf("fingerprints beyond the memory budget: write their temporary file in %s: %w", s.dir, err)
 }
 
-// findOnFile is find for a table on file, reading spillWindow slots first into buf (at
+// findOnFile is find for a table on file, from its slots in memory (h.slots, the first ones)
+// when p is among them and on file past them, reading spillWindow slots first into buf (at
 // least spillWindow entries long).
 func (h *half) findOnFile(email, p uint64, buf []byte) (Fingerprint, int, bool, error) {
+	s, mem := h.slots, uint64(len(h.slots))
+	for p < mem && s[p].Email != 0 && s[p].Email < email {
+		p++
+	}
+	if p < mem {
+		if s[p].Email == email {
+			return s[p], h.base + int(p), true, nil
+		}
+		return Fingerprint{}, 0, false, nil
+	}
 	window := uint64(spillWindow)
 	for p < h.size {
 		if uint64(len(buf)) < window*fpEntrySize {
@@ -121,7 +139,7 @@ func (h *half) findOnFile(email, p uint64, buf []byte) (Fingerprint, int, bool, 
 		}
 		n := min(window, h.size-p)
 		b := buf[:n*fpEntrySize]
-		if _, err := h.file.ReadAt(b, int64(p)*fpEntrySize); err != nil {
+		if _, err := h.file.ReadAt(b, int64(p-mem)*fpEntrySize); err != nil {
 			return Fingerprint{}, 0, false, fmt.Errorf("read the fingerprints' temporary file: %w", err)
 		}
 		for i := range n {
@@ -160,8 +178,8 @@ func (f *FingerprintSet) lookupBatchOnFile(emails []uint64, fps []Fingerprint, f
 // LoadFingerprintsWithin).
 func (f *FingerprintSet) Spilled() bool { return f.halves[0].file != nil || f.halves[1].file != nil }
 
-// Close releases the temporary file of a set loaded beyond its memory budget (lookups fail
-// after it). It does nothing for a set in memory, and may be called more than once, on nil
+// Close releases the temporary file of a set loaded beyond its memory budget (a lookup that
+// would read it fails after it). It does nothing for a set in memory, and may be called more than once, on nil
 // too.
 func (f *FingerprintSet) Close() error {
 	if f == nil {

@@ -48,16 +48,18 @@ func saveSpread(t *testing.T, s *state.Store, list int64, n, crowd int) []uint64
 }
 
 // tempFiles lists the files of dir the process holds open, removed from dir or not (a set's
-// temporary file is removed from its folder as soon as it is created).
+// temporary file is removed from its folder as soon as it is created), by their descriptors'
+// paths in /proc/self/fd.
 func tempFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	fds, err := os.ReadDir("/proc/self/fd")
 	require.NoError(t, err)
 	var held []string
 	for _, fd := range fds {
-		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		path := filepath.Join("/proc/self/fd", fd.Name())
+		target, err := os.Readlink(path)
 		if err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
-			held = append(held, target)
+			held = append(held, path)
 		}
 	}
 	return held
@@ -73,48 +75,44 @@ func TestFingerprintsBeyondBudget(t *testing.T) {
 		emails := saveSpread(t, s, 3, 60_000, 50)
 		mem, err := s.LoadFingerprints(ctx, 3)
 		require.NoError(t, err)
-		dir := filepath.Join(t.TempDir(), "tmp") // created by the load
-		onFile, err := s.LoadFingerprintsWithin(ctx, 3, state.FingerprintLimits{MemoryBudget: 64 << 10, TempDir: dir})
-		require.NoError(t, err)
-		require.False(t, mem.Spilled())
-		require.True(t, onFile.Spilled())
-		require.Equal(t, mem.Len(), onFile.Len())
-		require.Equal(t, len(emails), onFile.Len())
-		require.Equal(t, mem.IndexBound(), onFile.IndexBound())
-		left, err := os.ReadDir(dir)
-		require.NoError(t, err)
-		require.Empty(t, left, "the file is removed from its folder at once")
-		require.Len(t, tempFiles(t, dir), 2, "a file a half, held open")
-
 		rng := rand.New(rand.NewPCG(7, 8))
 		probe := slices.Clone(emails)
 		for _, e := range emails[:5000] {
 			probe = append(probe, e-1, e+1, rng.Uint64())
 		}
-		for _, e := range probe {
-			wfp, wok, err := mem.Lookup(e)
+		// 1.5 MiB: some 11,000 of each table's first slots in memory (the budget less
+		// spillOverhead), the others on file; 64 KiB: every slot on file.
+		var onFile *state.FingerprintSet
+		var dir string
+		onDisk := map[int64]int64{}
+		for _, budget := range []int64{3 << 19, 64 << 10} {
+			if onFile != nil {
+				require.NoError(t, onFile.Close())
+				require.Empty(t, tempFiles(t, dir), "released by Close")
+			}
+			dir = filepath.Join(t.TempDir(), "tmp") // created by the load
+			onFile, err = s.LoadFingerprintsWithin(ctx, 3, state.FingerprintLimits{MemoryBudget: budget, TempDir: dir})
 			require.NoError(t, err)
-			fp, ok, err := onFile.Lookup(e)
+			require.False(t, mem.Spilled())
+			require.True(t, onFile.Spilled())
+			require.Equal(t, mem.Len(), onFile.Len())
+			require.Equal(t, len(emails), onFile.Len())
+			require.Equal(t, mem.IndexBound(), onFile.IndexBound())
+			left, err := os.ReadDir(dir)
 			require.NoError(t, err)
-			require.Equal(t, wok, ok, "%x", e)
-			require.Equal(t, wfp, fp, "%x", e)
-			wi, wok, err := mem.Index(e)
-			require.NoError(t, err)
-			i, ok, err := onFile.Index(e)
-			require.NoError(t, err)
-			require.Equal(t, wok, ok, "%x", e)
-			require.Equal(t, wi, i, "%x", e)
+			require.Empty(t, left, "the file is removed from its folder at once")
+			held := tempFiles(t, dir)
+			require.Len(t, held, 2, "a file a half, held open")
+			for _, fd := range held {
+				st, err := os.Stat(fd)
+				require.NoError(t, err)
+				onDisk[budget] += st.Size()
+			}
+			sameAnswers(t, mem, onFile, probe)
 		}
-		batch := func(set *state.FingerprintSet) ([]state.Fingerprint, []bool, []int32) {
-			fps, found, idx := make([]state.Fingerprint, len(probe)), make([]bool, len(probe)), make([]int32, len(probe))
-			require.NoError(t, set.LookupBatch(probe, fps, found, idx))
-			return fps, found, idx
-		}
-		wfps, wfound, widx := batch(mem)
-		fps, found, idx := batch(onFile)
-		require.Equal(t, wfps, fps)
-		require.Equal(t, wfound, found)
-		require.Equal(t, widx, idx)
+		require.Equal(t, int64(mem.IndexBound()-1)*24, onDisk[64<<10], "every slot on file")
+		kept := onDisk[64<<10] - onDisk[3<<19]
+		require.Equal(t, int64(2*((3<<19-1<<20)/2/24)*24), kept, "bytes of slots kept in memory: the budget less 1 MiB")
 
 		// A save of many changes from the set on file folds the recent changes into the
 		// buckets a few buckets at a time.
@@ -148,15 +146,46 @@ func TestFingerprintsBeyondBudget(t *testing.T) {
 		require.ErrorContains(t, err, "read the fingerprints' temporary file")
 		_, _, err = onFile.Index(emails[7])
 		require.Error(t, err)
-		require.Error(t, onFile.LookupBatch(probe[:10], fps, found, idx))
+		fps, found := make([]state.Fingerprint, 10), make([]bool, 10)
+		require.Error(t, onFile.LookupBatch(probe[:10], fps, found, nil))
 	})
+}
+
+// sameAnswers checks that set answers Lookup, Index and LookupBatch for every probe as want
+// does.
+func sameAnswers(t *testing.T, want, set *state.FingerprintSet, probe []uint64) {
+	t.Helper()
+	for _, e := range probe {
+		wfp, wok, err := want.Lookup(e)
+		require.NoError(t, err)
+		fp, ok, err := set.Lookup(e)
+		require.NoError(t, err)
+		require.Equal(t, wok, ok, "%x", e)
+		require.Equal(t, wfp, fp, "%x", e)
+		wi, wok, err := want.Index(e)
+		require.NoError(t, err)
+		i, ok, err := set.Index(e)
+		require.NoError(t, err)
+		require.Equal(t, wok, ok, "%x", e)
+		require.Equal(t, wi, i, "%x", e)
+	}
+	batch := func(set *state.FingerprintSet) ([]state.Fingerprint, []bool, []int32) {
+		fps, found, idx := make([]state.Fingerprint, len(probe)), make([]bool, len(probe)), make([]int32, len(probe))
+		require.NoError(t, set.LookupBatch(probe, fps, found, idx))
+		return fps, found, idx
+	}
+	wfps, wfound, widx := batch(want)
+	fps, found, idx := batch(set)
+	require.Equal(t, wfps, fps)
+	require.Equal(t, wfound, found)
+	require.Equal(t, widx, idx)
 }
 
 // TestFingerprintsBeyondBudgetMemory: a set loaded beyond its memory budget holds less than
 // the budget, where the same set in memory holds about 33 bytes a fingerprint. Not parallel:
 // it measures the heap.
 func TestFingerprintsBeyondBudgetMemory(t *testing.T) {
-	const n, budget = 400_000, 1 << 20
+	const n, budget = 400_000, int64(1 << 20)
 	for _, d := range []struct {
 		name string
 		open func(*testing.T) *state.Store
@@ -182,16 +211,18 @@ func TestFingerprintsBeyondBudgetMemory(t *testing.T) {
 			require.Greater(t, inMemory, int64(n*30), "in memory")
 			runtime.KeepAlive(mem)
 			mem = nil
-			onFile, spilled := held(func() *state.FingerprintSet {
-				set, err := s.LoadFingerprintsWithin(ctx, 4, state.FingerprintLimits{MemoryBudget: budget, TempDir: t.TempDir()})
-				require.NoError(t, err)
-				return set
-			})
-			t.Logf("%d fingerprints hold %d bytes in memory, %d on file (budget %d)", onFile.Len(), inMemory, spilled, budget)
-			require.True(t, onFile.Spilled())
-			require.Less(t, spilled, int64(budget), "on file")
-			require.NoError(t, onFile.Close())
-
+			// 1 MiB keeps no slot in memory (spillOverhead), 4 MiB some of them.
+			for _, budget := range []int64{budget, 4 * budget} {
+				onFile, spilled := held(func() *state.FingerprintSet {
+					set, err := s.LoadFingerprintsWithin(ctx, 4, state.FingerprintLimits{MemoryBudget: budget, TempDir: t.TempDir()})
+					require.NoError(t, err)
+					return set
+				})
+				t.Logf("%d fingerprints hold %d bytes in memory, %d beyond a budget of %d", onFile.Len(), inMemory, spilled, budget)
+				require.True(t, onFile.Spilled())
+				require.Less(t, spilled, budget, "beyond the budget")
+				require.NoError(t, onFile.Close())
+			}
 		})
 	}
 }
