@@ -852,6 +852,9 @@ func copyDir(from, to string) error {
 		return err
 	}
 	for _, e := range entries {
+		if e.IsDir() {
+			continue // data_dir/tmp: what a run kept beyond its memory budget, gone once it ended
+		}
 		data, err := os.ReadFile(filepath.Join(from, e.Name()))
 		if err != nil {
 			return err
