@@ -78,7 +78,20 @@ func TestDeltaResolvesLines(t *testing.T) {
 // are unchanged since the last run (a million, as e2ebench -mode delta writes them): read,
 // checked against the fingerprints, and counted, on the producer's goroutines, without the
 // engine, the River job or the service. ns/row is the wall time a row; cpu-ns/row the CPU.
-func BenchmarkDeltaRows(b *testing.B) {
+func BenchmarkDeltaRows(b *testing.B) { benchmarkDeltaRows(b, state.FingerprintLimits{}) }
+
+// BenchmarkDeltaRowsBeyondBudget is BenchmarkDeltaRows with the million fingerprints (33 MB
+// in memory) loaded beyond a memory budget: at 1 MiB all on file, at 16 MiB about half of
+// them (the first slots of each table) kept in memory.
+func BenchmarkDeltaRowsBeyondBudget(b *testing.B) {
+	for _, budget := range []int64{1 << 20, 16 << 20} {
+		b.Run(fmt.Sprintf("budget=%dMiB", budget>>20), func(b *testing.B) {
+			benchmarkDeltaRows(b, state.FingerprintLimits{MemoryBudget: budget, TempDir: b.TempDir()})
+		})
+	}
+}
+
+func benchmarkDeltaRows(b *testing.B, lim state.FingerprintLimits) {
 	const n = 1_000_000
 	dir := b.TempDir()
 	path := filepath.Join(dir, "contacts.csv")
@@ -96,8 +109,9 @@ func BenchmarkDeltaRows(b *testing.B) {
 	require.NoError(b, f.Close())
 
 	ctx := context.Background()
-	open, fps := deltaSource(b, path, "[columns]\n\"E-post\" = \"email\"\nFornavn = \"firstname\"\nEtternavn = \"lastname\"\n"+
-		"Adresse = \"address\"\nPostnummer = \"zip\"\nPoststed = \"city\"\nMobil = \"phone\"\n", nil)
+	open, fps := deltaSourceWithin(b, path, "[columns]\n\"E-post\" = \"email\"\nFornavn = \"firstname\"\nEtternavn = \"lastname\"\n"+
+		"Adresse = \"address\"\nPostnummer = \"zip\"\nPoststed = \"city\"\nMobil = \"phone\"\n", nil, lim)
+	require.Equal(b, lim.MemoryBudget > 0, fps.Spilled())
 
 	cpu0 := processCPU()
 	for b.Loop() {
