@@ -93,7 +93,7 @@ func DecodeRow(row string) ([]string, error) {
 // insertRejects writes rejects (table subsync_reject) or warnings (subsync_warning), ignoring
 // ones already recorded (a resumed run never records a row twice). A row's warnings stand
 // together in rejects; each gets its place among them (seq).
-func insertRejects(ctx context.Context, tx *sql.Tx, d Dialect, runID int64, table string, rejects []Reject) error {
+func insertRejects(ctx context.Context, tx execer, d Dialect, runID int64, table string, rejects []Reject) error {
 	warnings := table == "subsync_warning"
 	cols, conflict, into := 10, "(run_id, ordinal)", "(run_id, ordinal, line, sheet, col, value, code, reason, row_values, more_problems)"
 	if warnings {

@@ -129,8 +129,8 @@ type RosterChange struct {
 
 func (c *RosterChange) empty() bool { return c == nil || len(c.Add) == 0 && len(c.Suppress) == 0 }
 
-// writeRoster writes a checkpoint's roster change.
-func (s *Store) writeRoster(ctx context.Context, tx *sql.Tx, c *RosterChange) error {
+// writeRoster writes a checkpoint's roster members (its suppressions: see suppressAll).
+func (s *Store) writeRoster(ctx context.Context, tx execer, c *RosterChange) error {
 	if c.empty() {
 		return nil
 	}
@@ -171,7 +171,7 @@ WHERE sync = $1 AND list_id = $2 AND key_hash = $3 AND email <> $4 AND moved = 0
 		}
 		add = add[n:]
 	}
-	return suppressAll(ctx, tx, c.Suppress)
+	return nil
 }
 
 // RosterRow is one row of a roster as ScanRoster reads it.

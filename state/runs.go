@@ -127,39 +127,66 @@ WHERE id = $1 AND lease_owner = $2`, runID, owner, totalRows, totalBytes)
 }
 
 // Checkpoint writes cp in one transaction, fenced by the caller's lease. On ErrLeaseLost
-// nothing is written.
+// nothing is written. On Postgres its statements go to the server together, one round trip
+// (see checkpointPipelined), unless it moves people into the suppression list.
 func (s *Store) Checkpoint(ctx context.Context, cp Checkpoint) error {
+	if s.d == Postgres && (cp.Roster == nil || len(cp.Roster.Suppress) == 0) {
+		return s.checkpointPipelined(ctx, cp)
+	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		now := s.d.nowExpr()
-		d := cp.Delta
-		res, err := tx.ExecContext(ctx, `UPDATE subsync_run SET
-    position = $3, bytes_done = $4,
-    rows_read = rows_read + $5, rows_rejected = rows_rejected + $6, rows_duplicate = rows_duplicate + $7,
-    rows_suppressed = rows_suppressed + $8, rows_unchanged = rows_unchanged + $9, rows_sent = rows_sent + $10,
-    batches = batches + $11, requests = requests + $12, retries = retries + $13,
-    lease_until = `+now+` + $14, updated_at = `+now+`, rows_removed = rows_removed + $15,
-    rows_unmatched = rows_unmatched + $16, rows_filtered = rows_filtered + $17
-WHERE id = $1 AND lease_owner = $2`,
-			cp.RunID, cp.Owner, cp.Position, cp.BytesDone,
-			d.Read, d.Rejected, d.Duplicates, d.Suppressed, d.Unchanged, d.Sent, d.Batches, d.Requests, d.Retries,
-			cp.TTL.Microseconds(), d.Removed, d.Unmatched, d.Filtered)
+		res, err := tx.ExecContext(ctx, s.checkpointUpdate(), checkpointArgs(cp)...)
 		if err != nil {
 			return fmt.Errorf("checkpoint run %d: %w", cp.RunID, err)
 		}
 		if err := fenced(res, cp.RunID); err != nil {
 			return err
 		}
-		if err := s.writeRoster(ctx, tx, cp.Roster); err != nil {
+		if err := s.writeCheckpointRecords(ctx, tx, cp); err != nil {
 			return err
 		}
-		if err := s.writeAcked(ctx, tx, cp); err != nil {
-			return err
+		if cp.Roster != nil {
+			return suppressAll(ctx, tx, cp.Roster.Suppress)
 		}
-		if err := insertRejects(ctx, tx, s.d, cp.RunID, "subsync_reject", cp.Rejects); err != nil {
-			return err
-		}
-		return insertRejects(ctx, tx, s.d, cp.RunID, "subsync_warning", cp.Warnings)
+		return nil
 	})
+}
+
+// checkpointUpdate is the statement of a checkpoint that moves the run's position, adds to
+// its counts and renews its lease (arguments: checkpointArgs), fenced by the lease: it
+// changes no row when the caller lost it.
+func (s *Store) checkpointUpdate() string {
+	now := s.d.nowExpr()
+	return `UPDATE subsync_run SET
+    position = $3, bytes_done = $4,
+    rows_read = rows_read + $5, rows_rejected = rows_rejected + $6, rows_duplicate = rows_duplicate + $7,
+    rows_suppressed = rows_suppressed + $8, rows_unchanged = rows_unchanged + $9, rows_sent = rows_sent + $10,
+    batches = batches + $11, requests = requests + $12, retries = retries + $13,
+    lease_until = ` + now + ` + $14, updated_at = ` + now + `, rows_removed = rows_removed + $15,
+    rows_unmatched = rows_unmatched + $16, rows_filtered = rows_filtered + $17
+WHERE id = $1 AND lease_owner = $2`
+}
+
+func checkpointArgs(cp Checkpoint) []any {
+	d := cp.Delta
+	return []any{cp.RunID, cp.Owner, cp.Position, cp.BytesDone,
+		d.Read, d.Rejected, d.Duplicates, d.Suppressed, d.Unchanged, d.Sent, d.Batches, d.Requests, d.Retries,
+		cp.TTL.Microseconds(), d.Removed, d.Unmatched, d.Filtered}
+}
+
+// writeCheckpointRecords writes what a checkpoint records beside the run's row, once that
+// row is fenced: its roster members, its acknowledged batches, its rejects and warnings (not
+// its suppressions: see suppressAll).
+func (s *Store) writeCheckpointRecords(ctx context.Context, ex execer, cp Checkpoint) error {
+	if err := s.writeRoster(ctx, ex, cp.Roster); err != nil {
+		return err
+	}
+	if err := s.writeAcked(ctx, ex, cp); err != nil {
+		return err
+	}
+	if err := insertRejects(ctx, ex, s.d, cp.RunID, "subsync_reject", cp.Rejects); err != nil {
+		return err
+	}
+	return insertRejects(ctx, ex, s.d, cp.RunID, "subsync_warning", cp.Warnings)
 }
 
 // Release ends the caller's attempt without finishing the run: state is RunRetrying or
@@ -284,7 +311,7 @@ WHERE job_id = $1 AND ((lease_owner <> '' AND lease_until >= `+s.d.nowExpr()+`)
 
 // writeAcked records the batches a checkpoint counts above its position and drops the
 // records its position now covers.
-func (s *Store) writeAcked(ctx context.Context, tx *sql.Tx, cp Checkpoint) error {
+func (s *Store) writeAcked(ctx context.Context, tx execer, cp Checkpoint) error {
 	for _, ords := range cp.Acked {
 		if len(ords) == 0 {
 			continue

@@ -1302,26 +1302,6 @@ func TestFingerprintMemory(t *testing.T) {
 	}
 }
 
-// BenchmarkCheckpoint writes the checkpoint of an acknowledged 1000-row batch, as a run does
-// after each acknowledgement: a slot of the window waits for it before the next batch goes.
-func BenchmarkCheckpoint(b *testing.B) {
-	ctx := context.Background()
-	db, err := state.OpenSQLite(ctx, filepath.Join(b.TempDir(), "subsync.db"))
-	require.NoError(b, err)
-	defer db.Close()
-	_, err = state.Migrate(ctx, db, state.SQLite)
-	require.NoError(b, err)
-	s := state.New(db, state.SQLite)
-	run, err := s.ClaimRun(ctx, state.Claim{JobID: 1, Kind: "import", ListID: 1, Source: "x.csv", Owner: "a", TTL: time.Minute})
-	require.NoError(b, err)
-	pos := int64(0)
-	for b.Loop() {
-		pos += 1000
-		require.NoError(b, s.Checkpoint(ctx, state.Checkpoint{RunID: run.ID, Owner: "a", TTL: time.Minute, Position: pos,
-			Delta: state.Counts{Read: 1000, Sent: 1000, Batches: 1, Requests: 1}}))
-	}
-}
-
 // TestAckedBatches: a checkpoint records the batches acknowledged above its position; the
 // attempt resuming there reads their ordinals back (AckedAbove), and a later checkpoint
 // whose position covers a batch drops its record.
