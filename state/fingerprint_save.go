@@ -3,8 +3,11 @@ package state
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // recentMin is how many recent changes of a list's fingerprints are kept beside its buckets
@@ -101,13 +104,46 @@ func (s *Store) SaveFingerprintsStepped(ctx context.Context, f *FingerprintSet, 
 	}
 	for from := 0; from < FingerprintBuckets; from += saveStepBuckets {
 		to := from + saveStepBuckets
-		if err := s.inTx(ctx, func(tx *sql.Tx) error { return saveParts(ctx, tx, s.d, f, nil, from, to) }); err != nil {
+		if err := s.saveStep(ctx, f, from, to); err != nil {
 			return fmt.Errorf("save fingerprints of list %d (buckets %d to %d): %w", f.listID, from, to-1, err)
 		}
 		f.clearPending(from, to)
 		between() // stepped only with a between
 	}
 	return nil
+}
+
+// saveStep writes the pending fingerprints of buckets [from, to) as new parts. On Postgres,
+// unless a bucket's parts are to be merged, it reads how many parts the buckets have, then
+// sends the inserts together (one round trip; the server runs them as one transaction, see
+// checkpointPipelined): two round trips where a transaction took seven, during which the
+// run's checkpoints wait.
+func (s *Store) saveStep(ctx context.Context, f *FingerprintSet, from, to int) error {
+	if s.d == Postgres {
+		have, err := bucketParts(ctx, s.db, f.listID, from, to)
+		if err != nil {
+			return err
+		}
+		if !f.folds(have, from, to) {
+			b := &pgx.Batch{}
+			if err := writeParts(ctx, batchExecer{b}, s.d, f, nil, have, from, to); err != nil {
+				return err
+			}
+			return s.sendBatch(ctx, b)
+		}
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error { return saveParts(ctx, tx, s.d, f, nil, from, to) })
+}
+
+// folds reports whether saving the pending fingerprints of buckets [from, to) merges a
+// bucket's parts (it has maxParts already).
+func (f *FingerprintSet) folds(have []parts, from, to int) bool {
+	for b := from; b < to; b++ {
+		if f.pending != nil && len(f.pending[b]) > 0 && have[b].n+1 > maxParts {
+			return true
+		}
+	}
+	return false
 }
 
 // saveRecent upserts sorted fingerprints (later duplicates winning) into the recent changes.
@@ -140,33 +176,48 @@ func (s *Store) saveRecent(ctx context.Context, tx *sql.Tx, listID int64, fps []
 
 // saveParts writes, for the buckets [from, to), the recent changes old (sorted by e-mail
 // hash, later duplicates winning; all in those buckets) and then the pending fingerprints of f
-// as a new part of each bucket they fall in, one bucket at a time, partsPerInsert parts a
-// statement; a bucket with maxParts parts has them merged with the new one into one.
+// as a new part of each bucket they fall in (see writeParts).
 func saveParts(ctx context.Context, tx *sql.Tx, d Dialect, f *FingerprintSet, old []Fingerprint, from, to int) error {
-	type parts struct{ n, last int }
-	have := make([]parts, FingerprintBuckets)
-	rows, err := tx.QueryContext(ctx, `SELECT bucket, COUNT(*), MAX(part) FROM subsync_fingerprint
-WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY bucket`, f.listID, from, to)
+	have, err := bucketParts(ctx, tx, f.listID, from, to)
 	if err != nil {
 		return err
+	}
+	return writeParts(ctx, tx, d, f, old, have, from, to)
+}
+
+// parts is how many parts a bucket has (n) and the number of its last.
+type parts struct{ n, last int }
+
+// bucketParts reads the parts the buckets [from, to) of a list have, indexed by bucket.
+func bucketParts(ctx context.Context, q querier, listID int64, from, to int) ([]parts, error) {
+	have := make([]parts, FingerprintBuckets)
+	rows, err := q.QueryContext(ctx, `SELECT bucket, COUNT(*), MAX(part) FROM subsync_fingerprint
+WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY bucket`, listID, from, to)
+	if err != nil {
+		return nil, err
 	}
 	for rows.Next() {
 		var b int
 		var p parts
 		if err := rows.Scan(&b, &p.n, &p.last); err != nil {
 			_ = rows.Close()
-			return err
+			return nil, err
 		}
 		if b >= 0 && b < FingerprintBuckets {
 			have[b] = p
 		}
 	}
 	if err := rows.Close(); err != nil {
-		return err
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
+	return have, rows.Err()
+}
+
+// writeParts writes, for the buckets [from, to) whose parts are have, the recent changes old
+// and then the pending fingerprints of f as a new part of each bucket they fall in, one
+// bucket at a time, partsPerInsert parts a statement; a bucket with maxParts parts has them
+// merged with the new one into one (foldParts: ex must then be a transaction).
+func writeParts(ctx context.Context, ex execer, d Dialect, f *FingerprintSet, old []Fingerprint, have []parts, from, to int) error {
 	const cols = 4
 	var buf []byte // the parts of the next statement, one after the other
 	var args []any // list, bucket, part and the end of the part's data in buf, a part at a time
@@ -183,8 +234,13 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY bucket`, f.listID, 
 		var b strings.Builder
 		b.WriteString("INSERT INTO subsync_fingerprint (list_id, bucket, part, data) VALUES ")
 		d.placeholders(&b, len(args)/cols, cols, 1)
-		_, err := tx.ExecContext(ctx, b.String(), args...)
-		buf, args = buf[:0], args[:0]
+		_, err := ex.ExecContext(ctx, b.String(), args...)
+		args = args[:0]
+		if _, batched := ex.(batchExecer); batched {
+			buf = make([]byte, 0, cap(buf)) // the batch holds the statement's data until it is sent
+		} else {
+			buf = buf[:0]
+		}
 		return err
 	}
 	var part, merged []byte
@@ -205,6 +261,11 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY bucket`, f.listID, 
 			p.last = -1
 		}
 		if p.n+1 > maxParts {
+			tx, ok := ex.(*sql.Tx)
+			if !ok {
+				return errors.New("merging a bucket's parts needs a transaction")
+			}
+			var err error
 			if part, err = foldParts(ctx, tx, f.listID, bucket, part); err != nil {
 				return err
 			}

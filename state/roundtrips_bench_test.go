@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,4 +109,44 @@ func benchCheckpoints(b *testing.B, s *state.Store, rt *roundTrips) {
 	require.NoError(b, err)
 	require.Equal(b, pos, got.Position)
 	require.Equal(b, pos, got.Counts.Sent)
+}
+
+// BenchmarkFingerprintSaveSteps saves 250,000 fingerprints (jobs.FingerprintFlushDefault) in
+// steps, as a run does every FingerprintFlush rows: the run's checkpoints wait for the step
+// under way. It reports the time per step (ms/step) and, on Postgres, the round trips per step
+// (round-trips/step).
+//
+//	go test ./state -run '^$' -bench BenchmarkFingerprintSaveSteps -benchtime 5x
+func BenchmarkFingerprintSaveSteps(b *testing.B) {
+	eachBenchDB(b, func(b *testing.B, s *state.Store, rt *roundTrips) {
+		ctx := context.Background()
+		const n = 250_000
+		emails := make([]uint64, n)
+		for i := range emails {
+			emails[i] = state.EmailHash("p" + strconv.Itoa(i) + "@example.com")
+		}
+		steps, trips := 0, int64(0)
+		var took time.Duration
+		for b.Loop() {
+			set := state.NewFingerprintSet(1)
+			for i, e := range emails {
+				set.Add(state.Fingerprint{Email: e, Payload: uint64(i)})
+			}
+			var before int64
+			if rt != nil {
+				before = rt.n.Load()
+			}
+			start := time.Now()
+			require.NoError(b, s.SaveFingerprintsStepped(ctx, set, func() { steps++ }))
+			took += time.Since(start)
+			if rt != nil {
+				trips += rt.n.Load() - before
+			}
+			require.NoError(b, s.ForgetFingerprints(ctx, 1))
+		}
+		b.ReportMetric(float64(took.Microseconds())/1000/float64(steps), "ms/step")
+		if rt != nil {
+			b.ReportMetric(float64(trips)/float64(steps), "round-trips/step")
+		}
+	})
 }
