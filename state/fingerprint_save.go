@@ -113,6 +113,11 @@ func (s *Store) SaveFingerprintsStepped(ctx context.Context, f *FingerprintSet, 
 	return nil
 }
 
+// SavesBeside reports whether a fingerprint save may go on while the run's checkpoints are
+// written: on Postgres, where they use other connections and other rows. On SQLite, one
+// writer at a time, a checkpoint would wait for the save's transaction.
+func (s *Store) SavesBeside() bool { return s.d == Postgres }
+
 // saveStep writes the pending fingerprints of buckets [from, to) as new parts. On Postgres,
 // unless a bucket's parts are to be merged, it reads how many parts the buckets have, then
 // sends the inserts together (one round trip; the server runs them as one transaction, see

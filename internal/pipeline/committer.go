@@ -36,9 +36,16 @@ type committer struct {
 	byWriter atomic.Int64     // transactions of checkpoints the writer wrote
 	// saveFailed: saving fingerprints failed: not tried again this run.
 	saveFailed bool
-	saving     atomic.Bool   // the writer saves fingerprints, writing checkpoints between its steps
-	stop       chan struct{} // closed when the run ends: the writer stops handing back
-	result     chan error
+	saving     atomic.Bool // the writer saves fingerprints, writing checkpoints between its steps
+	// beside: the store saves fingerprints beside checkpoint writes (see savesBeside): the
+	// writer goes on writing checkpoints while a goroutine of its own saves.
+	beside bool
+	// held are the fingerprints of the checkpoints written during a save beside, added to
+	// fps once it ended (the save reads what is pending meanwhile).
+	held   []state.Fingerprint
+	hold   bool          // a save beside is under way: commit adds to held
+	stop   chan struct{} // closed when the run ends: the writer stops handing back
+	result chan error
 }
 
 func newCommitter(cfg Config) *committer {
@@ -47,8 +54,16 @@ func newCommitter(cfg Config) *committer {
 		stop: make(chan struct{}), result: make(chan error, 1)}
 	c.fpEvery = int64(cfg.FingerprintFlush)
 	c.fpFlush.Store(c.fpEvery)
+	if b, ok := cfg.Store.(savesBeside); ok {
+		c.beside = b.SavesBeside()
+	}
 	return c
 }
+
+// savesBeside is a Store that can save fingerprints while checkpoints are written (on other
+// connections, into other tables): Postgres. SQLite has one writer: a checkpoint would wait
+// for the save's transaction anyway.
+type savesBeside interface{ SavesBeside() bool }
 
 // start starts the writer.
 func (c *committer) start(ctx context.Context) {
@@ -114,7 +129,10 @@ func (c *committer) write(ctx context.Context) error {
 			c.fpFlush.Store(c.fpEvery) // after an early save, the next at the usual count
 		}
 		c.handBack(units)
-		if save {
+		if save && c.beside {
+			c.saveBeside(ctx)
+			c.saving.Store(false)
+		} else if save {
 			// The checkpoints queued meanwhile are written between the save's steps: the
 			// window's slots do not wait for the whole save. After each step the writer
 			// yields: on a busy core the engine, readied by the checkpoints handed back,
@@ -131,6 +149,43 @@ func (c *committer) write(ctx context.Context) error {
 	return nil
 }
 
+// saveBeside saves the fingerprints pending on a goroutine of its own while the writer goes
+// on writing the checkpoints queued, as they come: the window's slots wait for none of the
+// save's steps, each a few milliseconds of the server's time. The fingerprints of the
+// checkpoints written meanwhile are held, and added once the save ended (the next save takes
+// them). The engine writes no checkpoint itself during the save (saving is set), so fps and
+// held are the writer's and the saver's alone.
+func (c *committer) saveBeside(ctx context.Context) {
+	done := make(chan struct{})
+	c.hold = true
+	go func() {
+		defer close(done)
+		c.save(ctx, func() {})
+	}()
+	commits := c.commits
+	for commits != nil {
+		select {
+		case <-done:
+			commits = nil
+		case u, ok := <-commits:
+			if !ok {
+				commits = nil // the run ends: the loop in write stops once the save is done
+				continue
+			}
+			units := append([]*commitUnit{u}, c.queued()...)
+			c.byWriter.Add(1)
+			c.commit(ctx, units)
+			c.handBack(units)
+		}
+	}
+	<-done
+	c.hold = false
+	for _, f := range c.held {
+		c.fps.Add(f)
+	}
+	c.held = c.held[:0]
+}
+
 // handBack gives written units back to the engine.
 func (c *committer) handBack(units []*commitUnit) {
 	for _, u := range units {
@@ -144,24 +199,29 @@ func (c *committer) handBack(units []*commitUnit) {
 // drain writes the checkpoints queued, if any, and hands them back (between the steps of a
 // save, on the writer goroutine).
 func (c *committer) drain(ctx context.Context) {
-	var units []*commitUnit
-more:
-	for len(units) < maxPendingCommits {
-		select {
-		case u, ok := <-c.commits:
-			if !ok {
-				break more // the run ends: write what is left, the loop in write stops
-			}
-			units = append(units, u)
-		default:
-			break more
-		}
-	}
-	if len(units) > 0 {
+	if units := c.queued(); len(units) > 0 {
 		c.byWriter.Add(1)
 		c.commit(ctx, units)
 		c.handBack(units)
 	}
+}
+
+// queued takes the checkpoints queued, up to maxPendingCommits, without waiting. If the run
+// ends (commits is closed), it takes what is left, and the loop in write stops.
+func (c *committer) queued() []*commitUnit {
+	var units []*commitUnit
+	for len(units) < maxPendingCommits {
+		select {
+		case u, ok := <-c.commits:
+			if !ok {
+				return units
+			}
+			units = append(units, u)
+		default:
+			return units
+		}
+	}
+	return units
 }
 
 // commit writes consecutive checkpoints in one transaction, records the units' outcome and
@@ -172,7 +232,11 @@ func (c *committer) commit(ctx context.Context, units []*commitUnit) {
 	cancel()
 	for _, u := range units {
 		u.err = err
-		if err == nil {
+		switch {
+		case err != nil:
+		case c.hold:
+			c.held = append(c.held, u.fps...)
+		default:
 			for _, f := range u.fps {
 				c.fps.Add(f)
 			}

@@ -230,3 +230,62 @@ func TestAcknowledgementFreesSlotWhenHandled(t *testing.T) {
 	require.Equal(t, int64(3), pos)
 	require.Equal(t, int64(3), counts.Sent)
 }
+
+// gatedStore is a memStore that saves fingerprints beside checkpoints (as Postgres does),
+// and whose first save waits until gate is closed; started is closed when it begins.
+type gatedStore struct {
+	*memStore
+	started, gate chan struct{}
+	saves         int // saves begun
+	pending       int // the fingerprints pending when the first save ended
+}
+
+func (s *gatedStore) SavesBeside() bool { return true }
+
+func (s *gatedStore) SaveFingerprintsStepped(_ context.Context, f *state.FingerprintSet, between func()) error {
+	s.saves++
+	if s.saves > 1 {
+		return nil
+	}
+	close(s.started)
+	<-s.gate
+	if between != nil {
+		between()
+	}
+	s.pending = f.Pending()
+	return nil
+}
+
+// TestCheckpointsWrittenBesideTheSave: on a store that saves fingerprints beside checkpoint
+// writes, a checkpoint handed over during a save is written and handed back while the save
+// goes on (on Postgres a step takes a few milliseconds of the server's time, and the window's
+// slots waited for it); its fingerprints are added once the save ended, for the next save.
+func TestCheckpointsWrittenBesideTheSave(t *testing.T) {
+	t.Parallel()
+	mem := &memStore{}
+	store := &gatedStore{memStore: mem, started: make(chan struct{}), gate: make(chan struct{})}
+	c, fps := testCommitter(t, store, 1)
+	fps.Add(state.Fingerprint{Email: 1, Payload: 1}) // pending: the writer saves after its next checkpoint
+	ctx := context.Background()
+	c.start(ctx)
+
+	c.submit(ctx, unitAt(1, 0), false) // written, handed back, and then the save starts
+	<-c.done
+	<-store.started
+	u := unitAt(2, 3)
+	require.False(t, c.submit(ctx, u, true), "during a save the writer writes")
+	select {
+	case got := <-c.done:
+		require.Same(t, u, got)
+	case <-time.After(10 * time.Second): // a watchdog: the save waits for the gate until then
+		t.Fatal("the checkpoint waited for the save")
+	}
+	require.NoError(t, u.err)
+	_, pos, _ := mem.total()
+	require.Equal(t, int64(2), pos)
+	close(store.gate)
+	require.NoError(t, c.close())
+	require.Equal(t, 1, store.pending, "the save saw none of the fingerprints held")
+	require.Equal(t, 2, store.saves, "the run's last save")
+	require.Equal(t, 4, fps.Pending(), "the fingerprints held are added after the save (the stub saves nothing)")
+}
