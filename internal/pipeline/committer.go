@@ -153,8 +153,9 @@ func (c *committer) write(ctx context.Context) error {
 // on writing the checkpoints queued, as they come: the window's slots wait for none of the
 // save's steps, each a few milliseconds of the server's time. The fingerprints of the
 // checkpoints written meanwhile are held, and added once the save ended (the next save takes
-// them). The engine writes no checkpoint itself during the save (saving is set), so fps and
-// held are the writer's and the saver's alone.
+// them); once FingerprintFlush are held, the checkpoints queued wait for the save to end.
+// The engine writes no checkpoint itself during the save (saving is set), so fps and held are
+// the writer's and the saver's alone.
 func (c *committer) saveBeside(ctx context.Context) {
 	done := make(chan struct{})
 	c.hold = true
@@ -176,6 +177,11 @@ func (c *committer) saveBeside(ctx context.Context) {
 			c.byWriter.Add(1)
 			c.commit(ctx, units)
 			c.handBack(units)
+			if int64(len(c.held)) >= c.fpEvery {
+				// A flush held: the rest waits for the save, so that what the run holds
+				// does not grow with the time the save takes.
+				commits = nil
+			}
 		}
 	}
 	<-done
