@@ -3,10 +3,15 @@ package state_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/subsync/subsync/internal/testdb"
 	"github.com/subsync/subsync/state"
 )
 
@@ -56,4 +61,75 @@ func TestFingerprintStepsMergeParts(t *testing.T) {
 			require.Equal(t, p, v, "a stale payload")
 		}
 	})
+}
+
+// argBytes notes the largest data (the byte slices among its arguments) of a statement a pgx
+// connection sends, alone or in a batch.
+type argBytes struct{ max atomic.Int64 }
+
+func (a *argBytes) note(args []any) {
+	n := 0
+	for _, v := range args {
+		if b, ok := v.([]byte); ok {
+			n += len(b)
+		}
+	}
+	for {
+		m := a.max.Load()
+		if int64(n) <= m || a.max.CompareAndSwap(m, int64(n)) {
+			return
+		}
+	}
+}
+
+func (a *argBytes) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	a.note(d.Args)
+	return ctx
+}
+func (a *argBytes) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (a *argBytes) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (a *argBytes) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	a.note(d.Args)
+}
+func (a *argBytes) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// TestFingerprintStatementsBounded: a save's statements carry at most about maxInsertBytes of
+// fingerprints, merges of a bucket's parts included, however large the list: a step of 256
+// buckets wrote them 64 parts a statement, 3.7 MB each for a ten-million-row list, which the
+// driver copied twice more to send. Not parallel: it lowers the bound for the package.
+func TestFingerprintStatementsBounded(t *testing.T) {
+	defer state.SetMaxInsertBytes(8 << 10)()
+	u, _ := testdb.PostgresSchema(t)
+	cfg, err := pgx.ParseConfig(u)
+	require.NoError(t, err)
+	trace := &argBytes{}
+	cfg.Tracer = trace
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	ctx := context.Background()
+	_, err = state.Migrate(ctx, db, state.Postgres)
+	require.NoError(t, err)
+	s := state.New(db, state.Postgres)
+	set, want := state.NewFingerprintSet(5), map[uint64]uint64{}
+	for save := range 10 { // parts merged: see TestFingerprintStepsMergeParts
+		for i := range 40_000 {
+			e := state.EmailHash(fmt.Sprintf("b%d@example.com", (save*40_000+i)%400_000))
+			set.Add(state.Fingerprint{Email: e, Payload: uint64(save + 1)})
+			want[e] = uint64(save + 1)
+		}
+		require.NoError(t, s.SaveFingerprintsStepped(ctx, set, func() {}))
+	}
+	// A statement ends once its data reaches the bound: it may pass it by one part (a bucket
+	// of this list, 400,000 fingerprints: about 2.3 KB).
+	require.LessOrEqual(t, trace.max.Load(), int64(8<<10+4<<10), "the largest statement's data")
+	got, err := s.LoadFingerprints(ctx, 5)
+	require.NoError(t, err)
+	require.Equal(t, len(want), got.Len())
+	for e, p := range want {
+		v, ok := lookup(got, e)
+		require.True(t, ok, "an e-mail lost")
+		require.Equal(t, p, v, "a stale payload")
+	}
 }
