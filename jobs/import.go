@@ -40,9 +40,6 @@ type ImportArgs struct {
 	SharedDir string `json:"shared_dir,omitempty"`
 	// StagedFile is the staged copy of Path, set by EnqueueImport.
 	StagedFile int64 `json:"staged_file,omitempty"`
-	// Origin is where the staged file was read, set by EnqueueImport: a worker on that
-	// machine reads Path itself while it is unchanged.
-	Origin *FileOrigin `json:"origin,omitempty"`
 	// Format is csv or xlsx; empty = from the file's name and content.
 	Format string `json:"format,omitempty"`
 	// Encoding, Delimiter, Sheet, SheetIndex and HeaderRow are as in sources.Config.
@@ -85,15 +82,14 @@ func (rt *Runtime) EnqueueImport(ctx context.Context, args ImportArgs) (int64, e
 	if err := rt.checkImport(args); err != nil {
 		return 0, err
 	}
-	args.StagedFile, args.SharedDir, args.Origin = 0, "", nil
+	args.StagedFile, args.SharedDir = 0, ""
 	if args.Path != "" {
 		abs, err := filepath.Abs(args.Path)
 		if err != nil {
 			return 0, fmt.Errorf("import %s: %w", args.Path, err)
 		}
 		args.Path = abs
-		before, err := os.Stat(abs)
-		if err != nil {
+		if _, err := os.Stat(abs); err != nil {
 			return 0, fmt.Errorf("import: %w", err)
 		}
 		if path, dir, ok := rt.sharedPath(abs); ok && !args.Shared {
@@ -110,8 +106,6 @@ func (rt *Runtime) EnqueueImport(ctx context.Context, args ImportArgs) (int64, e
 				return 0, fmt.Errorf("import: stage %s: %w", abs, err)
 			}
 			args.StagedFile = staged.ID
-			after, _ := os.Stat(abs)
-			args.Origin = originOf(before, after)
 		}
 	}
 	return rt.insertImport(ctx, args)
@@ -211,13 +205,6 @@ func (rt *Runtime) importSource(ctx context.Context, args ImportArgs, a *attempt
 			a.log.WarnContext(ctx, "could not delete the staged file", slog.Any("error", err))
 		}
 	})
-	if args.Origin.unchangedHere(args.Path) {
-		// The bytes staged, where they were read: no copy to restore, while the staged copy
-		// is there (an erasure deletes one that holds the address: the import then fails).
-		if f, err := rt.store.StagedFileInfo(ctx, args.StagedFile); err == nil && f.Size == args.Origin.Size {
-			return src, nop, nil
-		}
-	}
 	path, cleanup, err := rt.restoreStaged(ctx, args.StagedFile, args.Path, "job"+strconv.FormatInt(a.job.ID, 10))
 	if errors.Is(err, state.ErrNotFound) {
 		return src, nop, permanent(fmt.Errorf("the staged copy of %s is gone (deleted after an earlier run ended?)", args.Path))

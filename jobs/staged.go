@@ -17,7 +17,7 @@ import (
 // staged file's name, and the staged copy is deleted when the run ends, or now when the
 // import cannot be queued.
 func (rt *Runtime) EnqueueStaged(ctx context.Context, args ImportArgs, staged state.StagedFile) (int64, error) {
-	args.Path, args.Source, args.Shared, args.SharedDir, args.StagedFile, args.Origin = staged.Name, "", false, "", staged.ID, nil
+	args.Path, args.Source, args.Shared, args.SharedDir, args.StagedFile = staged.Name, "", false, "", staged.ID
 	if err := rt.checkImport(args); err != nil {
 		_ = rt.store.DeleteStaged(context.WithoutCancel(ctx), staged.ID)
 		return 0, err
