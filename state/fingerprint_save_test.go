@@ -3,15 +3,10 @@ package state_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/subsync/subsync/internal/testdb"
 	"github.com/subsync/subsync/state"
 )
 
@@ -24,17 +19,6 @@ func TestFingerprintStepsMergeParts(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, s *state.Store) {
 		ctx := context.Background()
-		maxParts := func() int {
-			var n int
-			require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT COALESCE(MAX(c), 0) FROM
-    (SELECT COUNT(*) AS c FROM subsync_fingerprint WHERE list_id = 5 GROUP BY bucket) AS per_bucket`).Scan(&n))
-			return n
-		}
-		rows := func() int {
-			var n int
-			require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_fingerprint WHERE list_id = 5").Scan(&n))
-			return n
-		}
 		want := map[uint64]uint64{}
 		set := state.NewFingerprintSet(5)
 		merged := false
@@ -44,56 +28,18 @@ func TestFingerprintStepsMergeParts(t *testing.T) {
 				set.Add(state.Fingerprint{Email: e, Payload: uint64(save + 1)})
 				want[e] = uint64(save + 1)
 			}
-			steps, before := 0, rows()
+			steps := 0
+			_, before := bucketRows(t, s, 5)
 			require.NoError(t, s.SaveFingerprintsStepped(ctx, set, func() { steps++ }))
 			require.Equal(t, 16, steps, "save %d", save)
-			require.LessOrEqual(t, maxParts(), 8, "save %d: a bucket has at most 8 parts", save)
-			n := rows()
+			most, n := bucketRows(t, s, 5)
+			require.LessOrEqual(t, most, 8, "save %d: a bucket has at most 8 parts", save)
 			merged = merged || n < before
 		}
 		require.True(t, merged, "the parts were never merged")
-		got, err := s.LoadFingerprints(ctx, 5)
-		require.NoError(t, err)
-		require.Equal(t, len(want), got.Len())
-		for e, p := range want {
-			v, ok := lookup(got, e)
-			require.True(t, ok, "an e-mail lost")
-			require.Equal(t, p, v, "a stale payload")
-		}
+		requireFingerprints(t, s, 5, want, "after the saves")
 	})
 }
-
-// argBytes notes the largest data (the byte slices among its arguments) of a statement a pgx
-// connection sends, alone or in a batch.
-type argBytes struct{ max atomic.Int64 }
-
-func (a *argBytes) note(args []any) {
-	n := 0
-	for _, v := range args {
-		if b, ok := v.([]byte); ok {
-			n += len(b)
-		}
-	}
-	for {
-		m := a.max.Load()
-		if int64(n) <= m || a.max.CompareAndSwap(m, int64(n)) {
-			return
-		}
-	}
-}
-
-func (a *argBytes) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	a.note(d.Args)
-	return ctx
-}
-func (a *argBytes) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (a *argBytes) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-func (a *argBytes) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	a.note(d.Args)
-}
-func (a *argBytes) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // TestFingerprintStatementsBounded: a save's statements carry at most about maxInsertBytes of
 // fingerprints, merges of a bucket's parts included, however large the list: a step of 256
@@ -101,17 +47,8 @@ func (a *argBytes) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndDa
 // driver copied twice more to send. Not parallel: it lowers the bound for the package.
 func TestFingerprintStatementsBounded(t *testing.T) {
 	defer state.SetMaxInsertBytes(8 << 10)()
-	u, _ := testdb.PostgresSchema(t)
-	cfg, err := pgx.ParseConfig(u)
-	require.NoError(t, err)
-	trace := &argBytes{}
-	cfg.Tracer = trace
-	db := stdlib.OpenDB(*cfg)
-	defer db.Close()
+	s, trace := newTracedPostgres(t)
 	ctx := context.Background()
-	_, err = state.Migrate(ctx, db, state.Postgres)
-	require.NoError(t, err)
-	s := state.New(db, state.Postgres)
 	set, want := state.NewFingerprintSet(5), map[uint64]uint64{}
 	for save := range 10 { // parts merged: see TestFingerprintStepsMergeParts
 		for i := range 40_000 {
@@ -123,13 +60,31 @@ func TestFingerprintStatementsBounded(t *testing.T) {
 	}
 	// A statement ends once its data reaches the bound: it may pass it by one part (a bucket
 	// of this list, 400,000 fingerprints: about 2.3 KB).
-	require.LessOrEqual(t, trace.max.Load(), int64(8<<10+4<<10), "the largest statement's data")
-	got, err := s.LoadFingerprints(ctx, 5)
+	require.LessOrEqual(t, trace.maxBytes.Load(), int64(8<<10+4<<10), "the largest statement's data")
+	requireFingerprints(t, s, 5, want, "after the saves")
+}
+
+// bucketRows returns how many parts the bucket with the most has, and the rows (parts) a
+// list's stored fingerprints take.
+func bucketRows(t *testing.T, s *state.Store, listID int64) (maxParts, rows int) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT COALESCE(MAX(c), 0) FROM
+    (SELECT COUNT(*) AS c FROM subsync_fingerprint WHERE list_id = $1 GROUP BY bucket) AS per_bucket`, listID).Scan(&maxParts))
+	require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_fingerprint WHERE list_id = $1", listID).Scan(&rows))
+	return maxParts, rows
+}
+
+// requireFingerprints checks that a list's stored fingerprints load back as want (e-mail hash
+// → payload last saved), no more and none stale; what names the save checked, if any.
+func requireFingerprints(t *testing.T, s *state.Store, listID int64, want map[uint64]uint64, what string) {
+	t.Helper()
+	got, err := s.LoadFingerprints(context.Background(), listID)
 	require.NoError(t, err)
-	require.Equal(t, len(want), got.Len())
+	require.Equal(t, len(want), got.Len(), what)
 	for e, p := range want {
 		v, ok := lookup(got, e)
-		require.True(t, ok, "an e-mail lost")
-		require.Equal(t, p, v, "a stale payload")
+		require.True(t, ok, "%s: an e-mail lost", what)
+		require.Equal(t, p, v, "%s: a stale payload", what)
 	}
 }

@@ -18,11 +18,14 @@ import (
 
 // roundTrips counts what a pgx connection sends to the server: each statement sent alone
 // (BEGIN and COMMIT included) and each batch of statements sent together. A batch whose
-// statements are prepared already costs one round trip, as a statement alone does.
-type roundTrips struct{ n atomic.Int64 }
+// statements are prepared already costs one round trip, as a statement alone does. It also
+// notes the largest data (the byte slices among its arguments) of a statement, alone or in a
+// batch.
+type roundTrips struct{ n, maxBytes atomic.Int64 }
 
-func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	r.n.Add(1)
+	r.noteArgs(d.Args)
 	return ctx
 }
 
@@ -33,8 +36,42 @@ func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 	return ctx
 }
 
-func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (r *roundTrips) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	r.noteArgs(d.Args)
+}
+
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+func (r *roundTrips) noteArgs(args []any) {
+	n := int64(0)
+	for _, v := range args {
+		if b, ok := v.([]byte); ok {
+			n += int64(len(b))
+		}
+	}
+	for {
+		m := r.maxBytes.Load()
+		if n <= m || r.maxBytes.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+// newTracedPostgres returns a store on a fresh Postgres schema whose connections report to
+// the tracer returned.
+func newTracedPostgres(tb testing.TB) (*state.Store, *roundTrips) {
+	tb.Helper()
+	u, _ := testdb.PostgresSchema(tb)
+	cfg, err := pgx.ParseConfig(u)
+	require.NoError(tb, err)
+	rt := &roundTrips{}
+	cfg.Tracer = rt
+	db := stdlib.OpenDB(*cfg)
+	tb.Cleanup(func() { _ = db.Close() })
+	_, err = state.Migrate(context.Background(), db, state.Postgres)
+	require.NoError(tb, err)
+	return state.New(db, state.Postgres), rt
+}
 
 // BenchmarkCheckpoint writes a run's checkpoints as an import of 1000-row batches does, four
 // in flight: every checkpoint passes a batch, and every other one also records a batch
@@ -60,16 +97,8 @@ func eachBenchDB(b *testing.B, fn func(b *testing.B, s *state.Store, rt *roundTr
 		fn(b, state.New(db, state.SQLite), nil)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		u, _ := testdb.PostgresSchema(b)
-		cfg, err := pgx.ParseConfig(u)
-		require.NoError(b, err)
-		rt := &roundTrips{}
-		cfg.Tracer = rt
-		db := stdlib.OpenDB(*cfg)
-		defer db.Close()
-		_, err = state.Migrate(context.Background(), db, state.Postgres)
-		require.NoError(b, err)
-		fn(b, state.New(db, state.Postgres), rt)
+		s, rt := newTracedPostgres(b)
+		fn(b, s, rt)
 	})
 }
 

@@ -561,26 +561,8 @@ func TestFingerprintTiers(t *testing.T) {
 		for i := range emails {
 			emails[i] = state.EmailHash(fmt.Sprintf("tier%d@example.com", i))
 		}
-		parts := func() int { // the most parts a bucket has
-			var n int
-			require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 0) FROM
-    (SELECT COUNT(*) AS n FROM subsync_fingerprint WHERE list_id = 3 GROUP BY bucket) AS t`).Scan(&n))
-			return n
-		}
-		rows := func() int {
-			var n int
-			require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM subsync_fingerprint WHERE list_id = 3").Scan(&n))
-			return n
-		}
 		check := func(step int) {
-			got, err := s.LoadFingerprints(ctx, 3)
-			require.NoError(t, err)
-			require.Equal(t, len(want), got.Len(), "save %d", step)
-			for e, p := range want {
-				v, ok := lookup(got, e)
-				require.True(t, ok, "save %d: an e-mail lost", step)
-				require.Equal(t, p, v, "save %d: a stale payload", step)
-			}
+			requireFingerprints(t, s, 3, want, fmt.Sprintf("save %d", step))
 			n, err := s.FingerprintCount(ctx, 3)
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, n, int64(len(want)), "save %d", step)
@@ -593,7 +575,7 @@ func TestFingerprintTiers(t *testing.T) {
 			if step%3 == 0 {
 				size = 300 // a small one: recent changes
 			}
-			before, rowsBefore := parts(), rows()
+			before, rowsBefore := bucketRows(t, s, 3)
 			for range size {
 				e := emails[rnd.IntN(len(emails))]
 				p := rnd.Uint64()
@@ -601,7 +583,7 @@ func TestFingerprintTiers(t *testing.T) {
 				want[e] = p // an e-mail added twice: the later wins
 			}
 			require.NoError(t, s.SaveFingerprints(ctx, loaded))
-			after, rowsAfter := parts(), rows()
+			after, rowsAfter := bucketRows(t, s, 3)
 			switch {
 			case size == 300:
 				require.Equal(t, rowsBefore, rowsAfter, "save %d: a small save adds no part", step)
@@ -624,7 +606,8 @@ func TestFingerprintTiers(t *testing.T) {
 			want[emails[i]] = 7
 		}
 		require.NoError(t, s.SaveFingerprints(ctx, loaded))
-		require.Greater(t, parts(), 1)
+		most, _ := bucketRows(t, s, 3)
+		require.Greater(t, most, 1)
 		_, err = s.Erase(ctx, "tier17@example.com")
 		require.NoError(t, err)
 		delete(want, emails[17])
@@ -635,7 +618,8 @@ func TestFingerprintTiers(t *testing.T) {
 		require.False(t, ok, "an erased address keeps no fingerprint")
 
 		require.NoError(t, s.ForgetFingerprints(ctx, 3))
-		require.Zero(t, parts())
+		most, _ = bucketRows(t, s, 3)
+		require.Zero(t, most)
 		has, err := s.HasFingerprints(ctx, 3)
 		require.NoError(t, err)
 		require.False(t, has)
