@@ -173,10 +173,7 @@ func (c *committer) saveBeside(ctx context.Context) {
 				commits = nil // the run ends: the loop in write stops once the save is done
 				continue
 			}
-			units := append([]*commitUnit{u}, c.queued()...)
-			c.byWriter.Add(1)
-			c.commit(ctx, units)
-			c.handBack(units)
+			c.writeBack(ctx, append([]*commitUnit{u}, c.queued()...))
 			if int64(len(c.held)) >= c.fpEvery {
 				// A flush held: the rest waits for the save, so that what the run holds
 				// does not grow with the time the save takes.
@@ -206,10 +203,16 @@ func (c *committer) handBack(units []*commitUnit) {
 // save, on the writer goroutine).
 func (c *committer) drain(ctx context.Context) {
 	if units := c.queued(); len(units) > 0 {
-		c.byWriter.Add(1)
-		c.commit(ctx, units)
-		c.handBack(units)
+		c.writeBack(ctx, units)
 	}
+}
+
+// writeBack writes units, queued together, in one transaction and hands them back (on the
+// writer goroutine).
+func (c *committer) writeBack(ctx context.Context, units []*commitUnit) {
+	c.byWriter.Add(1)
+	c.commit(ctx, units)
+	c.handBack(units)
 }
 
 // queued takes the checkpoints queued, up to maxPendingCommits, without waiting. If the run
