@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/subsync/subsync/sink"
 )
@@ -36,14 +37,29 @@ func isPlaceholder(v string) bool {
 	if c := v[0]; c >= '0' && c <= '9' {
 		return zeroDate(v)
 	}
-	return placeholderSet[strings.ToLower(v)]
+	// Lower-case an ASCII value on the stack (the map lookup of string(bytes) copies
+	// nothing): the check runs on every value of every row, and strings.ToLower allocated
+	// for every value with a capital. Other values are lower-cased as Unicode says.
+	var low [24]byte
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c >= utf8.RuneSelf {
+			return placeholderSet[strings.ToLower(v)]
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		low[i] = c
+	}
+	return placeholderSet[string(low[:len(v)])]
 }
 
 // zeroDate reports whether v is made of digits and date/time separators only, with three
 // groups of digits at least, and is either all zeros or day 1 of month 1 of the year 1.
+// v has at most 24 bytes, so at most 12 groups.
 func zeroDate(v string) bool {
-	var groups []string
-	start := -1
+	var groups [12]string
+	n, start := 0, -1
 	for i := 0; i <= len(v); i++ {
 		if i < len(v) && v[i] >= '0' && v[i] <= '9' {
 			if start < 0 {
@@ -52,18 +68,19 @@ func zeroDate(v string) bool {
 			continue
 		}
 		if start >= 0 {
-			groups = append(groups, v[start:i])
+			groups[n] = v[start:i]
+			n++
 			start = -1
 		}
-		if i < len(v) && !strings.ContainsRune("./-: T", rune(v[i])) {
+		if i < len(v) && !dateSeparator(v[i]) {
 			return false
 		}
 	}
-	if len(groups) < 3 {
+	if n < 3 {
 		return false
 	}
 	zero := true
-	for _, g := range groups {
+	for _, g := range groups[:n] {
 		if strings.Trim(g, "0") != "" {
 			zero = false
 		}
@@ -79,12 +96,21 @@ func zeroDate(v string) bool {
 	if len(y) != 4 || strings.TrimLeft(y, "0") != "1" || strings.TrimLeft(m, "0") != "1" || strings.TrimLeft(d, "0") != "1" {
 		return false
 	}
-	for _, g := range groups[3:] {
+	for _, g := range groups[3:n] {
 		if strings.Trim(g, "0") != "" {
 			return false
 		}
 	}
 	return true
+}
+
+// dateSeparator reports whether c may stand between the digits of a date or time.
+func dateSeparator(c byte) bool {
+	switch c {
+	case '.', '/', '-', ':', ' ', 'T':
+		return true
+	}
+	return false
 }
 
 // placeholderEmpty reports whether a placeholder in o's column reads as empty: in every
