@@ -17,11 +17,11 @@ var Placeholders = []string{
 	"NULL", "-", "--", "?", "Ukjent", "Ikke oppgitt", "Ikke angitt", "Uspesifisert",
 }
 
-// placeholderSet is Placeholders folded to lower case.
-var placeholderSet = func() map[string]bool {
-	m := make(map[string]bool, len(Placeholders))
+// placeholdersByLen is Placeholders folded to lower case, by length (all are ASCII).
+var placeholdersByLen = func() (m [25][]string) {
 	for _, p := range Placeholders {
-		m[strings.ToLower(p)] = true
+		low := strings.ToLower(p)
+		m[len(low)] = append(m[len(low)], low)
 	}
 	return m
 }()
@@ -30,6 +30,11 @@ var placeholderSet = func() map[string]bool {
 // Placeholders, or a date or date-time whose digits are all zeros ("0.0.00", "0/0/00",
 // "00.00.0000", "0000-00-00 00:00:00", as Outlook and MySQL write an empty date), or .NET's
 // DateTime.MinValue, 1 January of the year 1 ("1/1/0001", "01.01.0001", "0001-01-01").
+//
+// It runs on every value of every row, so it allocates nothing: the value is lower-cased on
+// the stack and compared with the placeholders of its length. Of the letters beyond ASCII
+// only two lower-case into it (İ to i, the Kelvin sign to k); a value with any other cannot
+// be one.
 func isPlaceholder(v string) bool {
 	if len(v) == 0 || len(v) > 24 {
 		return false
@@ -37,21 +42,36 @@ func isPlaceholder(v string) bool {
 	if c := v[0]; c >= '0' && c <= '9' {
 		return zeroDate(v)
 	}
-	// Lower-case an ASCII value on the stack (the map lookup of string(bytes) copies
-	// nothing): the check runs on every value of every row, and strings.ToLower allocated
-	// for every value with a capital. Other values are lower-cased as Unicode says.
 	var low [24]byte
-	for i := 0; i < len(v); i++ {
+	n := 0
+	for i := 0; i < len(v); {
 		c := v[i]
 		if c >= utf8.RuneSelf {
-			return placeholderSet[strings.ToLower(v)]
+			r, size := utf8.DecodeRuneInString(v[i:])
+			switch r {
+			case '\u0130':
+				c = 'i'
+			case '\u212a':
+				c = 'k'
+			default:
+				return false
+			}
+			i += size
+		} else {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			i++
 		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		low[i] = c
+		low[n] = c
+		n++
 	}
-	return placeholderSet[string(low[:len(v)])]
+	for _, p := range placeholdersByLen[n] {
+		if p == string(low[:n]) {
+			return true
+		}
+	}
+	return false
 }
 
 // zeroDate reports whether v is made of digits and date/time separators only, with three
