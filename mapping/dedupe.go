@@ -35,6 +35,8 @@ type Deduper struct {
 	seed   maphash.Seed
 	seen   *spillset.Set // the hashes of the addresses seen
 	dups   int64
+	// touched keeps what Prefetch read, so that the compiler keeps the reads.
+	touched uint64
 }
 
 // NewDeduper returns a Deduper with the given policy (DuplicatesLast when ""), whose memory
@@ -91,6 +93,12 @@ func (m *Mapper) NewDeduper() *Deduper {
 func (d *Deduper) Observe(email string) (seen bool) {
 	added, _ := d.seen.Add(maphash.String(d.seed, email))
 	return !added
+}
+
+// Prefetch touches what Observe(email) will read (see spillset.Set.Touch): a caller about to
+// observe a chunk's addresses prefetches them all first.
+func (d *Deduper) Prefetch(email string) {
+	d.touched ^= d.seen.Touch(maphash.String(d.seed, email))
 }
 
 // Check decides about one mapped row: send reports whether to send it; rej is set when the

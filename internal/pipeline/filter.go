@@ -124,6 +124,13 @@ func (f *filter) run(ctx context.Context, c *chunk) error {
 			return err
 		}
 	} else {
+		if len(f.fpSeen) == 0 {
+			// The duplicate check reads a slot of a table larger than the caches for every
+			// row: touched for the whole chunk first, those reads wait for memory together.
+			for i := range c.rows {
+				f.dedupe.Prefetch(c.rows[i].Sub.Email)
+			}
+		}
 		n := 0
 		for i, row := range c.rows {
 			send, dup, ok, err := f.check(c, &row, c.vals[i])

@@ -226,6 +226,24 @@ func (sg *segment) find(k uint64) (int, bool) {
 	}
 }
 
+// Touch reads what Add(k) will read first (k's slot in its table and, once the set has
+// spilled, its block of the filter) and returns it, so that a caller about to add a batch
+// of hashes can touch them all first: the reads of a batch then wait for memory together,
+// where Add, called between other work, waits for each in turn (a table of a million
+// hashes is larger than the processor's caches, so nearly every lookup is a miss).
+func (s *Set) Touch(k uint64) uint64 {
+	sg := &s.segs[k>>58]
+	var w uint64
+	if size := uint64(len(sg.keys)); size > 0 {
+		i, _ := bits.Mul64(k<<6, size)
+		w = sg.keys[i]
+	}
+	if s.filter != nil {
+		w ^= uint64(s.filter.block(k)[0])
+	}
+	return w
+}
+
 // Close releases the temporary file. The set is empty and unusable after; Stats stay.
 func (s *Set) Close() error {
 	s.stats = s.Stats()
