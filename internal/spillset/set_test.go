@@ -126,3 +126,36 @@ func diskUsed(t *testing.T, dir string) uint64 {
 	require.NoError(t, syscall.Statfs(dir, &st))
 	return (st.Blocks - st.Bfree) * uint64(st.Bsize)
 }
+
+// TestTouchChangesNothing: touching hashes (before and after the set spilled) leaves the set
+// as it was: the same length, and the same answers from Add as a set never touched.
+func TestTouchChangesNothing(t *testing.T) {
+	t.Parallel()
+	touched, plain := New(MinBudget, t.TempDir()), New(MinBudget, t.TempDir())
+	defer touched.Close()
+	defer plain.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := make([]uint64, 20_000)
+	for i := range keys {
+		keys[i] = rng.Uint64()
+		if i%7 == 6 {
+			keys[i] = keys[rng.IntN(i)]
+		}
+	}
+	for start := 0; start < len(keys); start += 500 {
+		chunk := keys[start : start+500]
+		n := touched.Len()
+		for _, k := range chunk {
+			touched.Touch(k)
+		}
+		require.Equal(t, n, touched.Len(), "touching added nothing")
+		for _, k := range chunk {
+			a, err := touched.Add(k)
+			require.NoError(t, err)
+			b, err := plain.Add(k)
+			require.NoError(t, err)
+			require.Equal(t, b, a, "hash %x", k)
+		}
+	}
+	require.Positive(t, touched.Stats().Spills, "the set spilled: its filter was touched too")
+}
