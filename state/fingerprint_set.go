@@ -195,6 +195,27 @@ func (f *FingerprintSet) LookupBatch(emails []uint64, fps []Fingerprint, found [
 // touchSink keeps LookupBatch's touches from being optimised away.
 var touchSink atomic.Uint64
 
+// AddBatch records fps as Add would, one after the other. It first touches the place each
+// will go (its bucket's last block, where it is appended), with no branch on what it reads,
+// so that the memory loads of a batch are in flight together: a run adds a checkpoint's
+// thousand fingerprints at once, into 4,096 buckets whose last blocks are larger than the
+// processor's nearer caches, and one Add after the other waited for each in turn.
+func (f *FingerprintSet) AddBatch(fps []Fingerprint) {
+	if f.pending != nil {
+		var sink uint64
+		for i := range fps {
+			if blocks := f.pending[bucketOf(fps[i].Email)]; len(blocks) > 0 {
+				blk := blocks[len(blocks)-1]
+				sink += blk[:cap(blk)][min(len(blk), cap(blk)-1)].Email
+			}
+		}
+		touchSink.Store(sink)
+	}
+	for _, fp := range fps {
+		f.Add(fp)
+	}
+}
+
 // Add records the fingerprint of an acknowledged row, to be written by SaveFingerprints.
 // For an e-mail added twice, the later one wins.
 func (f *FingerprintSet) Add(fp Fingerprint) {

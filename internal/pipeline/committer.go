@@ -183,9 +183,7 @@ func (c *committer) saveBeside(ctx context.Context) {
 	}
 	<-done
 	c.hold = false
-	for _, f := range c.held {
-		c.fps.Add(f)
-	}
+	c.fps.AddBatch(c.held)
 	c.held = c.held[:0]
 }
 
@@ -246,9 +244,7 @@ func (c *committer) commit(ctx context.Context, units []*commitUnit) {
 		case c.hold:
 			c.held = append(c.held, u.fps...)
 		default:
-			for _, f := range u.fps {
-				c.fps.Add(f)
-			}
+			c.fps.AddBatch(u.fps)
 		}
 	}
 }
