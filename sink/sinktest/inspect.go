@@ -63,17 +63,17 @@ func (e *Emulator) ResetRequests() {
 }
 
 func (st *store) stored(s *subscriber) Stored {
-	out := Stored{ID: s.id, Email: s.email, Fields: map[string]string{}, Lists: make(map[int64]Membership, len(s.lists))}
-	for _, kv := range decodeFields(nil, s.fields) {
+	out := Stored{ID: s.id, Email: st.email(s), Fields: map[string]string{}, Lists: map[int64]Membership{}}
+	for _, kv := range decodeFields(nil, st.fieldsOf(s)) {
 		if kv.idx > fieldExtraBase && st.slots[kv.idx-fieldExtraBase] == nil {
 			continue
 		}
 		out.Fields[fieldName(kv.idx)] = kv.val
 	}
-	if len(s.tags) > 0 {
-		out.Tags = slices.Clone(s.tags)
+	if tags := st.tagsOf(s); len(tags) > 0 {
+		out.Tags = slices.Clone(tags)
 	}
-	for _, m := range s.lists {
+	for m := range st.memberships(s) {
 		out.Lists[m.list] = Membership{Status: statusName(m.status), StatusMobile: statusName(m.mobile), Updated: time.UnixMilli(m.updated).UTC()}
 	}
 	return out
@@ -84,8 +84,8 @@ func (e *Emulator) Subscribers() []Stored {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []Stored
-	for _, s := range e.st.subs {
-		if s != nil {
+	for id := int64(1); id <= e.st.subs.len(); id++ {
+		if s := e.st.subscriber(id); s != nil {
 			out = append(out, e.st.stored(s))
 		}
 	}
@@ -96,7 +96,7 @@ func (e *Emulator) Subscribers() []Stored {
 func (e *Emulator) SubscriberByEmail(email string) (Stored, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s := e.st.byKey[emailKey(email)]
+	s := e.st.byEmailKey(emailKey(email))
 	if s == nil {
 		return Stored{}, false
 	}
@@ -108,8 +108,8 @@ func (e *Emulator) ListSubscribers(listID int64) []Stored {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []Stored
-	for _, s := range e.st.subs {
-		if s != nil && s.membership(listID) != nil {
+	for id := int64(1); id <= e.st.subs.len(); id++ {
+		if s := e.st.subscriber(id); s != nil && e.st.membership(s, listID) != nil {
 			out = append(out, e.st.stored(s))
 		}
 	}
@@ -120,7 +120,7 @@ func (e *Emulator) ListSubscribers(listID int64) []Stored {
 func (e *Emulator) SubscriberCount() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.st.byKey)
+	return e.st.byKey.len()
 }
 
 // CreateList creates a list, as POST /subscriberlists would, and returns its id.
@@ -155,7 +155,7 @@ func (e *Emulator) SetStatus(email string, listID int64, status string) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s := e.st.byKey[emailKey(email)]
+	s := e.st.byEmailKey(emailKey(email))
 	if s == nil {
 		return fmt.Errorf("set status of %s: subscriber: %w", email, ErrNotFound)
 	}

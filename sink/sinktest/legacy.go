@@ -33,7 +33,7 @@ func (e *Emulator) legacySubscriber(w http.ResponseWriter, _ *http.Request, _ *r
 // as an ISO 8601 time at midnight UTC). Every extra is present, "" when unset.
 func (st *store) showV3(s *subscriber) []byte {
 	var buf [32]fieldKV
-	kvs := decodeFields(buf[:0], s.fields)
+	kvs := decodeFields(buf[:0], st.fieldsOf(s))
 	get := func(idx int) string {
 		for _, kv := range kvs {
 			if kv.idx == idx {
@@ -58,7 +58,7 @@ func (st *store) showV3(s *subscriber) []byte {
 	}
 	o := newObj(nil)
 	o.int("id", s.id)
-	o.str("email", s.email)
+	o.str("email", st.email(s))
 	o.str("firstname", get(fFirstname))
 	o.str("lastname", get(fLastname))
 	o.str("address", get(fAddress))

@@ -146,8 +146,18 @@ type merger struct {
 // merge overlays upd (sorted by idx) on the fields packed in cur and returns the new packing
 // (cur itself when nothing changes).
 func (mg *merger) merge(cur string, upd []fieldKV) string {
-	if len(upd) == 0 {
+	b, changed := mg.mergeBytes(cur, upd)
+	if !changed {
 		return cur
+	}
+	return string(b)
+}
+
+// mergeBytes overlays upd (sorted by idx) on the fields packed in cur and returns the new
+// packing, in a buffer of mg's that the next call reuses, and whether it differs from cur.
+func (mg *merger) mergeBytes(cur string, upd []fieldKV) ([]byte, bool) {
+	if len(upd) == 0 {
+		return nil, false
 	}
 	mg.old = decodeFields(mg.old[:0], cur)
 	old, out := mg.old, mg.out[:0]
@@ -168,10 +178,7 @@ func (mg *merger) merge(cur string, upd []fieldKV) string {
 	}
 	mg.out = out
 	mg.buf = appendFields(mg.buf[:0], out)
-	if string(mg.buf) == cur {
-		return cur
-	}
-	return string(mg.buf)
+	return mg.buf, string(mg.buf) != cur
 }
 
 // lookupField returns the value of field idx packed in s.

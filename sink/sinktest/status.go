@@ -55,14 +55,14 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 		hi = ms(to)
 	}
 	e.mu.Lock()
-	var sel []change
+	var sel []shownChange
 	for _, c := range e.st.changes {
 		if c.at >= lo && c.at <= hi {
-			sel = append(sel, c)
+			sel = append(sel, e.st.shown(c))
 		}
 	}
 	e.mu.Unlock()
-	slices.SortStableFunc(sel, func(a, b change) int {
+	slices.SortStableFunc(sel, func(a, b shownChange) int {
 		switch {
 		case a.at < b.at:
 			return -1
@@ -152,6 +152,18 @@ func (e *Emulator) statusFeed(w http.ResponseWriter, r *http.Request, _ *reqInfo
 		out = append(out, '}')
 	}
 	writeRaw(w, http.StatusOK, out)
+}
+
+// shownChange is a change with its strings, as the feed shows it (email and phone stand
+// over the change's references into the arena).
+type shownChange struct {
+	change
+	email, phone string
+}
+
+// shown returns c with its strings.
+func (st *store) shown(c change) shownChange {
+	return shownChange{change: c, email: st.arena.str(c.email), phone: lookupField(st.arena.str(c.fields), fPhone)}
 }
 
 // pageURL is the absolute URL of page n of the request r (whose query is q).

@@ -34,37 +34,6 @@ func parseStatus(s string, allowReactivate bool) (uint8, bool) {
 	return stNone, false
 }
 
-// membership is a subscriber's place in one list.
-type membership struct {
-	list    int64
-	updated int64 // unix ms of the last status change (or creation)
-	status  uint8
-	mobile  uint8
-}
-
-// subscriber is one person, unique by e-mail. It is kept compact: a million of them are
-// held in memory by the end-to-end tests.
-type subscriber struct {
-	id       int64
-	email    string // trimmed, as first given
-	key      string // trimmed and lower-cased: the identity
-	fields   string // packed, see encodeFields
-	tags     []string
-	created  int64 // unix ms
-	updated  int64 // unix ms
-	hasPhone bool
-	lists    []membership
-}
-
-func (s *subscriber) membership(list int64) *membership {
-	for i := range s.lists {
-		if s.lists[i].list == list {
-			return &s.lists[i]
-		}
-	}
-	return nil
-}
-
 type list struct {
 	id      int64
 	title   string
@@ -94,8 +63,8 @@ func (f *customField) hasChoices() bool {
 // change is one entry of the /subscriberstatus feed.
 type change struct {
 	subscriber int64
-	email      string
-	phone      string
+	email      strRef // in the store's arena
+	fields     strRef // the subscriber's fields then: the phone is read from them
 	list       int64
 	status     uint8
 	mobile     uint8
@@ -110,9 +79,12 @@ type store struct {
 	dateFields int
 	lists      map[int64]*list
 	fields     map[int64]*customField
-	slots      map[int]*customField // existing slots only
-	subs       []*subscriber        // index id-1; nil once deleted
-	byKey      map[string]*subscriber
+	slots      map[int]*customField   // existing slots only
+	subs       subTable               // by id, deleted ones too
+	byKey      *keyIndex              // the ids of the subscribers not deleted, by key
+	arena      arena                  // the subscribers' strings
+	tags       map[int64][]string     // the tags of subscribers that have some, by id
+	more       map[int64][]membership // memberships after a subscriber's first, by id
 	changes    []change
 	merger     merger
 	fieldsVer  uint64     // bumped on every change of a custom field
@@ -148,25 +120,21 @@ func (st *store) fieldsChanged() {
 }
 
 func newStore() *store {
-	return &store{
+	st := &store{
 		rules:  &valueRules{},
 		lists:  make(map[int64]*list),
 		fields: make(map[int64]*customField),
 		slots:  make(map[int]*customField),
-		byKey:  make(map[string]*subscriber),
+		tags:   make(map[int64][]string),
+		more:   make(map[int64][]membership),
 	}
+	st.byKey = newKeyIndex(func(id uint32) string { return st.arena.str(st.subs.at(int64(id)).key) })
+	return st
 }
 
 func emailKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
-
-func (st *store) subscriber(id int64) *subscriber {
-	if id < 1 || id > int64(len(st.subs)) {
-		return nil
-	}
-	return st.subs[id-1]
-}
 
 func (st *store) createList(title string, now int64) *list {
 	st.nextList++
@@ -199,11 +167,10 @@ func (st *store) deleteList(id int64) bool {
 		return false
 	}
 	delete(st.lists, id)
-	for _, s := range st.subs {
-		if s == nil {
-			continue
+	for sid := int64(1); sid <= st.subs.len(); sid++ {
+		if s := st.subscriber(sid); s != nil {
+			st.leave(s, id)
 		}
-		s.lists = slices.DeleteFunc(s.lists, func(m membership) bool { return m.list == id })
 	}
 	return true
 }
@@ -231,148 +198,4 @@ func (st *store) deleteField(id int64) bool {
 	delete(st.slots, f.slot)
 	st.fieldsChanged()
 	return true
-}
-
-// count adds sign times the contribution of s to the counts of its lists.
-func (st *store) count(s *subscriber, sign int) {
-	for _, m := range s.lists {
-		l := st.lists[m.list]
-		if l == nil {
-			continue
-		}
-		if m.status == stActive {
-			l.emails += sign
-		}
-		if s.hasPhone && m.mobile == stActive {
-			l.sms += sign
-		}
-	}
-}
-
-func (st *store) deleteSubscriber(id int64) bool {
-	s := st.subscriber(id)
-	if s == nil {
-		return false
-	}
-	st.count(s, -1)
-	delete(st.byKey, s.key)
-	st.subs[id-1] = nil
-	return true
-}
-
-// record appends a status change of s in the membership m to the feed.
-func (st *store) record(s *subscriber, m *membership, now int64) {
-	st.changes = append(st.changes, change{
-		subscriber: s.id, email: s.email, phone: lookupField(s.fields, fPhone),
-		list: m.list, status: m.status, mobile: m.mobile, at: now,
-	})
-}
-
-// setStatus sets the e-mail status of s in list (0 = every list) and records each change.
-func (st *store) setStatus(s *subscriber, list int64, status uint8, now int64) bool {
-	found := false
-	st.count(s, -1)
-	for i := range s.lists {
-		m := &s.lists[i]
-		if list != 0 && m.list != list {
-			continue
-		}
-		found = true
-		if m.status != status {
-			m.status = status
-			m.updated = now
-			st.record(s, m, now)
-		}
-	}
-	st.count(s, +1)
-	if found {
-		s.updated = now
-	}
-	return found
-}
-
-// upsert is one validated row to apply.
-type upsert struct {
-	email   string
-	key     string
-	fields  []fieldKV // sorted by idx, non-empty values
-	tags    []string
-	hasTags bool
-}
-
-// applyOpts are the per-request options of an upsert.
-type applyOpts struct {
-	lists     []int64
-	status    uint8 // stNone = not given
-	mobile    uint8 // stNone = not given
-	mergeTags bool
-	revive    bool // an explicit active revives unsubscribed/bounce
-	omitted   bool // no status given revives unsubscribed/bounce too (WithOmissionRevives)
-}
-
-// resolve returns the status after applying opt to cur. omitted: a missing status revives.
-func resolve(cur, opt uint8, revive, omitted bool) uint8 {
-	switch opt {
-	case stNone:
-		if omitted {
-			return stActive
-		}
-		return cur
-	case stReactivate:
-		return stActive
-	case stActive:
-		if (cur == stUnsubscribed || cur == stBounce) && !revive {
-			return cur
-		}
-		return stActive
-	}
-	return opt
-}
-
-// apply upserts u into every list of o and returns the subscriber.
-func (st *store) apply(u *upsert, o applyOpts, now int64) *subscriber {
-	s := st.byKey[u.key]
-	if s == nil {
-		// The upsert's strings point into the request body: keep copies only.
-		email := strings.Clone(u.email)
-		s = &subscriber{id: int64(len(st.subs)) + 1, email: email, key: strings.ToLower(email), created: now}
-		st.subs = append(st.subs, s)
-		st.byKey[s.key] = s
-	} else {
-		st.count(s, -1)
-	}
-	s.fields = st.merger.merge(s.fields, u.fields)
-	s.hasPhone = lookupField(s.fields, fPhone) != ""
-	if u.hasTags {
-		if o.mergeTags {
-			for _, t := range u.tags {
-				if !slices.Contains(s.tags, t) {
-					s.tags = append(s.tags, t)
-				}
-			}
-		} else {
-			s.tags = u.tags
-		}
-	}
-	s.updated = now
-	for _, id := range o.lists {
-		m := s.membership(id)
-		if m == nil {
-			s.lists = append(s.lists, membership{
-				list: id, updated: now,
-				status: resolve(stActive, o.status, true, false), mobile: resolve(stActive, o.mobile, true, false),
-			})
-			if o.status != stNone || o.mobile != stNone {
-				st.record(s, &s.lists[len(s.lists)-1], now)
-			}
-			continue
-		}
-		status, mobile := resolve(m.status, o.status, o.revive, o.omitted), resolve(m.mobile, o.mobile, o.revive, o.omitted)
-		if status != m.status || mobile != m.mobile {
-			m.status, m.mobile, m.updated = status, mobile, now
-			st.record(s, m, now)
-		}
-	}
-	st.count(s, +1)
-	return s
 }

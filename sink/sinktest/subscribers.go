@@ -207,7 +207,7 @@ func (e *Emulator) unsubscribe(w http.ResponseWriter, _ *http.Request, _ *reqInf
 // showV2 appends the v2 show representation of s to dst.
 func (st *store) showV2(dst []byte, s *subscriber, fields []*customField) []byte {
 	var buf [32]fieldKV
-	kvs := decodeFields(buf[:0], s.fields)
+	kvs := decodeFields(buf[:0], st.fieldsOf(s))
 	get := func(idx int) string {
 		for _, kv := range kvs {
 			if kv.idx == idx {
@@ -218,7 +218,7 @@ func (st *store) showV2(dst []byte, s *subscriber, fields []*customField) []byte
 	}
 	o := newObj(dst)
 	o.int("id", s.id)
-	o.str("email", s.email)
+	o.str("email", st.email(s))
 	for _, idx := range []int{fFirstname, fLastname, fAddress, fZip, fCity} {
 		o.str(stdFieldNames[idx], get(idx))
 	}
@@ -291,11 +291,12 @@ func (e *Emulator) byList(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 	fields := e.st.sortedFields()
 	out := []byte{'['}
 	skip, n := (page-1)*perPage, 0
-	for _, s := range e.st.subs {
+	for id := int64(1); id <= e.st.subs.len(); id++ {
+		s := e.st.subscriber(id)
 		if s == nil {
 			continue
 		}
-		m := s.membership(listID)
+		m := e.st.membership(s, listID)
 		if m == nil || (status != stNone && m.status != status && !e.opts.byListAll) || max(s.updated, m.updated) <= after {
 			continue
 		}
@@ -338,7 +339,7 @@ func (e *Emulator) byEmail(w http.ResponseWriter, r *http.Request, ri *reqInfo) 
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s := e.st.byKey[emailKey(*b.Email)]
+	s := e.st.byEmailKey(emailKey(*b.Email))
 	if s == nil {
 		notFound(w, r, ri)
 		return
