@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"time"
@@ -142,36 +141,6 @@ func write422(w http.ResponseWriter, format string, args ...any) {
 
 // errRejected carries an error already answered to the client.
 var errRejected = errors.New("request rejected")
-
-// readBody reads the request body and checks its content type when it is not empty. On
-// failure it has answered the request and returns errRejected.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= maxBody {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody))
-	body := buf.Bytes()
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeStatus(w, http.StatusRequestEntityTooLarge, "413 Request entity too large")
-			return nil, errRejected
-		}
-		writeStatus(w, http.StatusBadRequest, "400 Bad request")
-		return nil, errRejected
-	}
-	if len(bytes.TrimSpace(body)) > 0 {
-		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		if err != nil || mt != "application/json" {
-			writeJSON(w, http.StatusUnsupportedMediaType, ack{
-				Status: "415 Unsupported media type", Message: "content-type must be application/json",
-			})
-			return nil, errRejected
-		}
-	}
-	return body, nil
-}
 
 // decodeObject decodes a JSON object body into v, refusing unknown fields. On failure it has
 // answered 422 and returns errRejected.

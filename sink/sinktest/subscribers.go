@@ -68,16 +68,19 @@ func bulkOptions(q url.Values, activeRevives, omitRevives, arrayOnly bool) (appl
 
 // bulkInsert serves both bulkinsert forms. Every row is validated before any is applied.
 func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInfo) {
-	body, err := readBody(w, r)
+	buf := getBody()
+	defer putBody(buf)
+	raw, err := readBodyInto(w, r, buf)
 	if err != nil {
 		return
 	}
+	body := bodyString(raw) // the upserts point into it: apply copies what it keeps
 	o, rerr := bulkOptions(r.URL.Query(), e.opts.activeRevives, e.opts.omitRevives, e.opts.listArrayOnly)
 	e.mu.Lock()
 	defs := e.st.fieldDefs()
 	e.mu.Unlock()
 	// Parse and validate without the lock, against the custom fields as they were.
-	ups, n, derr := parseBulk(string(body), defs)
+	ups, n, derr := parseBulk(body, defs)
 	ri.rows = n
 	if rerr == nil {
 		rerr = derr
@@ -89,7 +92,7 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.st.fieldsVer != defs.ver { // custom fields changed meanwhile: validate again
-		if ups, _, rerr = parseBulk(string(body), e.st.fieldDefs()); rerr != nil {
+		if ups, _, rerr = parseBulk(body, e.st.fieldDefs()); rerr != nil {
 			write422(w, "%s", rerr)
 			return
 		}
@@ -112,7 +115,9 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 // WithStatusFromQuery) is applied as given (active revives); without one a new membership is
 // active and an existing one keeps its status (becomes active with WithOmissionRevives).
 func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
-	body, err := readBody(w, r)
+	buf := getBody()
+	defer putBody(buf)
+	body, err := readBodyInto(w, r, buf)
 	if err != nil {
 		return
 	}
@@ -121,7 +126,7 @@ func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *r
 		write422(w, "%s", rerr.reason)
 		return
 	}
-	m, ok := scanObject(string(body))
+	m, ok := scanObject(bodyString(body)) // apply copies what it keeps
 	if !ok {
 		write422(w, "body must be a JSON object")
 		return
