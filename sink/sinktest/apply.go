@@ -43,6 +43,16 @@ func resolve(cur, opt uint8, revive, omitted bool) uint8 {
 	return opt
 }
 
+// prefetch brings the index slots of the upserts' keys into the cache together (see
+// keyIndex.touch), before apply visits them one by one.
+func (st *store) prefetch(ups []upsert) {
+	st.hashes = st.hashes[:0]
+	for i := range ups {
+		st.hashes = append(st.hashes, st.byKey.hash(ups[i].key))
+	}
+	st.byKey.touch(st.hashes)
+}
+
 // apply upserts u into every list of o and returns the subscriber.
 //
 // The upsert's strings may point into the request body, whose buffer is reused for the next

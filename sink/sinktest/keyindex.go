@@ -12,6 +12,8 @@ type keyIndex struct {
 	n     int      // ids held
 	hash  func(string) uint32
 	keyOf func(id uint32) string
+	// touched is the sum of the slots touch read (it is otherwise unused).
+	touched uint64
 }
 
 // newKeyIndex returns an empty index whose ids have the keys keyOf tells.
@@ -50,6 +52,22 @@ func (x *keyIndex) lookup(key string, h uint32) (int, bool) {
 			return i, true
 		}
 	}
+}
+
+// touch reads the slots where the probes for the keys of these hashes start, so that adding
+// the keys next finds those slots in the cache. The reads do not wait for one another: their
+// cache misses overlap, where add, one key at a time, would wait for memory at each once the
+// table outgrows the cache.
+func (x *keyIndex) touch(hashes []uint32) {
+	if len(x.slots) == 0 {
+		return
+	}
+	mask := len(x.slots) - 1
+	var sum uint64
+	for _, h := range hashes {
+		sum += x.slots[int(h)&mask]
+	}
+	x.touched = sum // used, so that the reads are made
 }
 
 // add returns the id of key, or, when the index does not hold key yet, adds it under next

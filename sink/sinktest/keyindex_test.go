@@ -67,6 +67,7 @@ func TestKeyIndexEmpty(t *testing.T) {
 	t.Parallel()
 	x := newKeyIndex(func(uint32) string { panic("no ids") })
 	require.Zero(t, x.find("a@example.com"))
+	x.touch([]uint32{x.hash("a@example.com")})
 	x.remove("a@example.com")
 	require.Zero(t, x.len())
 }

@@ -86,6 +86,7 @@ type store struct {
 	tags       map[int64][]string     // the tags of subscribers that have some, by id
 	more       map[int64][]membership // memberships after a subscriber's first, by id
 	changes    []change
+	hashes     []uint32 // scratch space of prefetch
 	merger     merger
 	fieldsVer  uint64     // bumped on every change of a custom field
 	defs       *fieldDefs // snapshot of the custom fields at fieldsVer; nil when stale

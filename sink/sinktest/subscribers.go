@@ -104,6 +104,7 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 		}
 	}
 	now := ms(e.now())
+	e.st.prefetch(ups)
 	for i := range ups {
 		e.st.apply(&ups[i], o, now)
 	}
