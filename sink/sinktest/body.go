@@ -10,20 +10,45 @@ import (
 	"unsafe"
 )
 
-// bodyPool holds the buffers of bulkinsert and create bodies between requests. A body is
-// read into a buffer sized by its Content-Length, and parsed in place (see bodyString): the
-// store copies what it keeps (see store.apply), so the buffer serves the next request.
-var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
+// scratch is the memory a bulkinsert or a create works in: its body, read into a buffer
+// sized by its Content-Length and parsed in place (see bodyString), and the arrays the
+// upserts are parsed into. It is kept in scratchPool between requests: the store copies what
+// it keeps (see store.apply), so a request leaves nothing behind that points into it.
+type scratch struct {
+	body    []byte
+	ups     []upsert
+	kvs     []fieldKV
+	members []member
+}
 
-// maxPooledBody is the largest buffer put back into bodyPool.
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxPooledBody is the largest body buffer kept in scratchPool.
 const maxPooledBody = 4 << 20
 
-func getBody() *[]byte { return bodyPool.Get().(*[]byte) }
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
-func putBody(buf *[]byte) {
-	if cap(*buf) <= maxPooledBody {
-		bodyPool.Put(buf)
+func putScratch(sc *scratch) {
+	if cap(sc.body) > maxPooledBody {
+		sc.body = nil
 	}
+	scratchPool.Put(sc)
+}
+
+// fields returns sc's array of fields, emptied, with room for n.
+func (sc *scratch) fields(n int) []fieldKV {
+	if cap(sc.kvs) < n {
+		sc.kvs = make([]fieldKV, 0, n)
+	}
+	return sc.kvs[:0]
+}
+
+// upserts returns sc's array of upserts, emptied, with room for n.
+func (sc *scratch) upserts(n int) []upsert {
+	if cap(sc.ups) < n {
+		sc.ups = make([]upsert, 0, n)
+	}
+	return sc.ups[:0]
 }
 
 // bodyString returns body as a string without copying it: the string is valid only as long

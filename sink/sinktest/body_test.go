@@ -40,25 +40,25 @@ func TestStoredValuesSurviveBodyReuse(t *testing.T) {
 			`{"email":"bo@example.com","city":"Oslo","EXTRA1":"blue, red"}]`)
 	serve(t, e, "POST", "/subscribers?subscriber_list_id=1", `{"email":"Cy@example.com","lastname":"Cyan","tags":["one"]}`)
 
-	var drained []*[]byte
+	var drained []*scratch
 	held := 0
 	for {
-		buf := getBody()
-		if cap(*buf) == 0 {
+		sc := getScratch()
+		if cap(sc.body) == 0 {
 			break
 		}
-		all := (*buf)[:cap(*buf)]
+		all := sc.body[:cap(sc.body)]
 		if bytes.Contains(all, []byte(`"email":"Cy@example.com","lastname":"Cyan"`)) {
 			held++
 		}
 		for i := range all {
 			all[i] = 'X'
 		}
-		drained = append(drained, buf)
+		drained = append(drained, sc)
 	}
 	require.Equal(t, 1, held, "the bodies were not in a pooled buffer: this test would prove nothing")
-	for _, buf := range drained {
-		putBody(buf)
+	for _, sc := range drained {
+		putScratch(sc)
 	}
 
 	want := []Stored{

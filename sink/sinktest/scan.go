@@ -353,6 +353,12 @@ func hex4(s string, i int) (rune, bool) {
 // subscriber objects. It returns the upserts, whose strings point into body, and the number
 // of rows in the body as far as it could tell.
 func parseBulk(body string, defs *fieldDefs) (ups []upsert, n int, rerr *rowError) {
+	return new(scratch).parseBulk(body, defs)
+}
+
+// (*scratch).parseBulk is parseBulk working in sc's arrays: the upserts it returns are held
+// there, valid until sc parses again.
+func (sc *scratch) parseBulk(body string, defs *fieldDefs) (ups []upsert, n int, rerr *rowError) {
 	p := scanner{s: body}
 	if p.peek() != '[' {
 		return nil, 0, rowErrorf(0, "body must be a JSON array of subscriber objects")
@@ -360,9 +366,10 @@ func parseBulk(body string, defs *fieldDefs) (ups []upsert, n int, rerr *rowErro
 	p.i++
 	// Every field of every row comes from one member: fields never outgrows this estimate
 	// by much, and a row that would is appended to a fresh array by parseRow.
-	fields := make([]fieldKV, 0, strings.Count(body, ":"))
-	ups = make([]upsert, 0, min(MaxBulkRows, strings.Count(body, "{")))
-	var members []member
+	fields := sc.fields(strings.Count(body, ":"))
+	ups = sc.upserts(min(MaxBulkRows, strings.Count(body, "{")))
+	members := sc.members[:0]
+	defer func() { sc.members = members }()
 	if p.peek() == ']' {
 		p.i++
 	} else {

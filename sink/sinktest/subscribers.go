@@ -68,9 +68,9 @@ func bulkOptions(q url.Values, activeRevives, omitRevives, arrayOnly bool) (appl
 
 // bulkInsert serves both bulkinsert forms. Every row is validated before any is applied.
 func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInfo) {
-	buf := getBody()
-	defer putBody(buf)
-	raw, err := readBodyInto(w, r, buf)
+	sc := getScratch()
+	defer putScratch(sc)
+	raw, err := readBodyInto(w, r, &sc.body)
 	if err != nil {
 		return
 	}
@@ -80,7 +80,7 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 	defs := e.st.fieldDefs()
 	e.mu.Unlock()
 	// Parse and validate without the lock, against the custom fields as they were.
-	ups, n, derr := parseBulk(body, defs)
+	ups, n, derr := sc.parseBulk(body, defs)
 	ri.rows = n
 	if rerr == nil {
 		rerr = derr
@@ -92,7 +92,7 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.st.fieldsVer != defs.ver { // custom fields changed meanwhile: validate again
-		if ups, _, rerr = parseBulk(body, e.st.fieldDefs()); rerr != nil {
+		if ups, _, rerr = sc.parseBulk(body, e.st.fieldDefs()); rerr != nil {
 			write422(w, "%s", rerr)
 			return
 		}
@@ -116,9 +116,9 @@ func (e *Emulator) bulkInsert(w http.ResponseWriter, r *http.Request, ri *reqInf
 // WithStatusFromQuery) is applied as given (active revives); without one a new membership is
 // active and an existing one keeps its status (becomes active with WithOmissionRevives).
 func (e *Emulator) createSubscriber(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
-	buf := getBody()
-	defer putBody(buf)
-	body, err := readBodyInto(w, r, buf)
+	sc := getScratch()
+	defer putScratch(sc)
+	body, err := readBodyInto(w, r, &sc.body)
 	if err != nil {
 		return
 	}
