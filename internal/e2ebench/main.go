@@ -565,7 +565,7 @@ func rawPost(path string, n, inFlight int, cpus []int) (rawResult, error) {
 	if err != nil {
 		return rawResult{}, err
 	}
-	if got := len(emu.ListSubscribers(list)); got != n || res.Rows != n {
+	if got := emu.ListMemberCount(list); got != n || res.Rows != n {
 		return rawResult{}, fmt.Errorf("emulator holds %d subscribers, the client sent %d, want %d", got, res.Rows, n)
 	}
 	return rawResult{rate: float64(n) / res.Seconds, secs: res.Seconds, roundTrip: res.RoundTrip, cpu: emuCPU}, nil
@@ -613,7 +613,7 @@ func subsync(path, dir, queue string, inFlight, batches int, cpus []int) (childR
 	if err != nil {
 		return res, 0, err
 	}
-	if got := len(emu.ListSubscribers(list)); int64(got) != res.Sent {
+	if got := emu.ListMemberCount(list); int64(got) != res.Sent {
 		return res, 0, fmt.Errorf("emulator holds %d subscribers, the run says %d sent", got, res.Sent)
 	}
 	return res, emuCPU, nil
