@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -18,8 +17,8 @@ const (
 	recentShare = 16
 )
 
-// maxParts is how many parts a bucket may have; a save that would make more merges them into
-// one.
+// maxParts is how many parts a bucket may have; a save that would make more merges the newer
+// ones into one (folder.parts).
 const maxParts = 8
 
 // SaveFingerprints writes the set's pending fingerprints in one transaction, and clears them.
@@ -32,8 +31,9 @@ const maxParts = 8
 // FingerprintFlush rows) are written as a new part of each bucket they fall in, together with
 // the recent changes, which are then cleared: a save writes what it saves, once, where
 // merging it into the buckets rewrote everything saved before (saving a million rows in four
-// parts wrote 60 MB, not 24). A bucket that would have more than maxParts parts has them
-// merged into one by that save (reading them, so a concurrent run's entries are kept).
+// parts wrote 60 MB, not 24). A bucket that would have more than maxParts parts has its newer
+// ones merged into one by that save (reading them, so a concurrent run's entries are kept;
+// see mergedFrom for which).
 //
 // It is not fenced by a lease: a fingerprint states what the service holds, whoever sent
 // it. A fingerprint lost (a crash before the save) only makes the next sync send that row
@@ -221,8 +221,8 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY bucket`, listID, fr
 
 // writeParts writes, for the buckets [from, to) whose parts are have, the recent changes old
 // and then the pending fingerprints of f as a new part of each bucket they fall in, one
-// bucket at a time, partsPerInsert parts a statement; a bucket with maxParts parts has them
-// merged with the new one into one (folder.parts: ex must then be a transaction).
+// bucket at a time, partsPerInsert parts a statement; a bucket with maxParts parts has its
+// newer ones merged with the new one into one (folder.parts: ex must then be a transaction).
 func writeParts(ctx context.Context, ex execer, d Dialect, f *FingerprintSet, old []Fingerprint, have []parts, from, to int) error {
 	const cols = 4
 	var buf []byte // the parts of the next statement, one after the other
@@ -250,7 +250,8 @@ func writeParts(ctx context.Context, ex execer, d Dialect, f *FingerprintSet, ol
 		return err
 	}
 	var part, merged []byte
-	var fold folder
+	fold := folder{from: from, to: to}
+	defer fold.close()
 	for bucket := from; bucket < to; bucket++ {
 		end := 0
 		for end < len(old) && bucketOf(old[end].Email) == bucket {
@@ -273,10 +274,9 @@ func writeParts(ctx context.Context, ex execer, d Dialect, f *FingerprintSet, ol
 				return errors.New("merging a bucket's parts needs a transaction")
 			}
 			var err error
-			if buf, err = fold.parts(ctx, tx, f.listID, bucket, buf, part); err != nil {
+			if buf, err = fold.parts(ctx, tx, f.listID, bucket, p, buf, part); err != nil {
 				return err
 			}
-			p.last = -1
 		} else {
 			buf = append(buf, part...)
 		}
@@ -298,48 +298,3 @@ var maxInsertBytes = 1 << 20
 
 // partsPerInsert is how many parts saveParts writes a statement.
 const partsPerInsert = 64
-
-// folder merges a bucket's parts with its new one, keeping its buffers from one bucket to the
-// next.
-type folder struct {
-	data []byte // the bucket's parts, one after the other
-	ends []int  // where each part ends in data
-}
-
-// parts deletes the stored parts of a bucket and appends them to dst merged, oldest first,
-// with newest (sorted entries) last: read into one buffer and merged in one pass
-// (mergeParts), where merging each part into the ones before it in turn allocated and copied
-// the bucket once a part (a quarter of a ten-million-row import's CPU time went to that).
-func (fd *folder) parts(ctx context.Context, tx *sql.Tx, listID int64, bucket int, dst, newest []byte) ([]byte, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT data FROM subsync_fingerprint WHERE list_id = $1 AND bucket = $2 ORDER BY part",
-		listID, bucket)
-	if err != nil {
-		return nil, err
-	}
-	fd.data, fd.ends = fd.data[:0], fd.ends[:0]
-	for rows.Next() {
-		var data sql.RawBytes
-		if err := rows.Scan(&data); err != nil {
-			_ = rows.Close()
-			return nil, err
-		}
-		if len(data)%fpEntrySize != 0 {
-			_ = rows.Close()
-			return nil, fmt.Errorf("bucket %d is malformed", bucket)
-		}
-		fd.data = append(fd.data, data...)
-		fd.ends = append(fd.ends, len(fd.data))
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM subsync_fingerprint WHERE list_id = $1 AND bucket = $2", listID, bucket); err != nil {
-		return nil, err
-	}
-	fd.data = append(fd.data, newest...)
-	fd.ends = append(fd.ends, len(fd.data))
-	return mergeParts(slices.Grow(dst, len(fd.data)), fd.data, fd.ends), nil
-}

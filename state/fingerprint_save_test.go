@@ -88,3 +88,29 @@ func requireFingerprints(t *testing.T, s *state.Store, listID int64, want map[ui
 		require.Equal(t, p, v, "%s: a stale payload", what)
 	}
 }
+
+// TestFingerprintMergesKeepLatest: over many saves in steps (a long import), where a bucket's
+// newer parts are merged and its older ones kept, no bucket has more than eight parts and
+// every fingerprint loads back with the payload saved last, though the older parts kept hold
+// earlier payloads of the same e-mails.
+func TestFingerprintMergesKeepLatest(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, s *state.Store) {
+		ctx := context.Background()
+		want := map[uint64]uint64{}
+		set := state.NewFingerprintSet(6)
+		for save := range 26 {
+			for i := range 25_000 {
+				e := state.EmailHash(fmt.Sprintf("k%d@example.com", (save*25_000+i)%140_000))
+				set.Add(state.Fingerprint{Email: e, Payload: uint64(save + 1)})
+				want[e] = uint64(save + 1)
+			}
+			require.NoError(t, s.SaveFingerprintsStepped(ctx, set, func() {}))
+			most, _ := bucketRows(t, s, 6)
+			require.LessOrEqual(t, most, 8, "save %d: a bucket has at most 8 parts", save)
+			if save == 16 || save == 23 || save == 25 {
+				requireFingerprints(t, s, 6, want, fmt.Sprintf("after save %d", save))
+			}
+		}
+	})
+}
