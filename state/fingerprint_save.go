@@ -250,7 +250,15 @@ func writeParts(ctx context.Context, ex execer, d Dialect, f *FingerprintSet, ol
 		return err
 	}
 	var part, merged []byte
-	fold := folder{from: from, to: to}
+	oldIn := make([]bool, to-from) // the buckets old has changes of
+	for _, fp := range old {
+		if b := bucketOf(fp.Email); b >= from && b < to {
+			oldIn[b-from] = true
+		}
+	}
+	fold := folder{from: from, to: to, d: d, have: have, writes: func(b int) bool {
+		return oldIn[b-from] || (f.pending != nil && len(f.pending[b]) > 0)
+	}}
 	defer fold.close()
 	for bucket := from; bucket < to; bucket++ {
 		end := 0
@@ -274,7 +282,7 @@ func writeParts(ctx context.Context, ex execer, d Dialect, f *FingerprintSet, ol
 				return errors.New("merging a bucket's parts needs a transaction")
 			}
 			var err error
-			if buf, err = fold.parts(ctx, tx, f.listID, bucket, p, buf, part); err != nil {
+			if buf, err = fold.parts(ctx, tx, f.listID, bucket, buf, part); err != nil {
 				return err
 			}
 		} else {
