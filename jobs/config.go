@@ -91,8 +91,10 @@ type Config struct {
 	// PollInterval is how often Wait reads a run's progress.
 	PollInterval time.Duration
 	// FingerprintFlush is how many delta fingerprints (24 bytes each) a run holds before
-	// saving them; they are also saved when the run ends. Each save rewrites the list's
-	// stored fingerprints, so a smaller value costs more saves for less memory.
+	// saving them; they are also saved when the run ends. A run that has saved more than
+	// eight times this saves every eighth of what it saved, up to one and a half times this:
+	// each save adds a part to the list's buckets, and keeping them few costs more the larger
+	// the list. A smaller value costs more saves for less memory.
 	FingerprintFlush int
 	// MemoryBudget is how many bytes each of a run's sets that grow with its rows (the e-mail
 	// hashes of the duplicate check, a delta sync's loaded fingerprints) may hold in memory;

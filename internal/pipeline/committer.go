@@ -29,7 +29,9 @@ type committer struct {
 	log      *slog.Logger
 	fps      *state.FingerprintSet
 	fpFlush  atomic.Int64 // the fingerprints pending that make the writer save them (see saveEarly)
-	fpEvery  int64        // Config.FingerprintFlush
+	fpBase   int64        // Config.FingerprintFlush
+	fpEvery  int64        // the fingerprints pending that make the writer save them: see growFlush
+	fpSaved  int64        // the fingerprints the run's saves took so far
 	commits  chan *commitUnit
 	done     chan *commitUnit // written, back to the engine
 	byEngine int              // checkpoints the engine wrote itself (for the run's timings)
@@ -52,7 +54,8 @@ func newCommitter(cfg Config) *committer {
 	c := &committer{store: cfg.Store, log: cfg.Logger, fps: cfg.Fingerprints,
 		commits: make(chan *commitUnit, 2*maxPendingCommits), done: make(chan *commitUnit, 2*maxPendingCommits),
 		stop: make(chan struct{}), result: make(chan error, 1)}
-	c.fpEvery = int64(cfg.FingerprintFlush)
+	c.fpBase = int64(cfg.FingerprintFlush)
+	c.fpEvery = c.fpBase
 	c.fpFlush.Store(c.fpEvery)
 	if b, ok := cfg.Store.(savesBeside); ok {
 		c.beside = b.SavesBeside()
@@ -126,6 +129,8 @@ func (c *committer) write(ctx context.Context) error {
 		save := units[len(units)-1].err == nil && int64(c.fps.Pending()) >= c.fpFlush.Load() && !c.saveFailed
 		if save {
 			c.saving.Store(true)
+			c.fpSaved += int64(c.fps.Pending())
+			c.fpEvery = growFlush(c.fpBase, c.fpSaved)
 			c.fpFlush.Store(c.fpEvery) // after an early save, the next at the usual count
 		}
 		c.handBack(units)
@@ -147,6 +152,17 @@ func (c *committer) write(ctx context.Context) error {
 	}
 	c.save(ctx, nil)
 	return nil
+}
+
+// growFlush is how many fingerprints pending make the next save, once a run's saves took
+// saved: FingerprintFlush (base), or an eighth of what was saved if more, up to one and a half
+// times base. Each save gives the buckets a part, and the merges that keep a bucket at eight
+// parts rewrite more the larger the list: saving less often as the list grows keeps their
+// cost a row closer at ten million rows to what it is at a million (a run of up to 8 × base
+// rows saves as before), while what a run holds stays bounded (the fingerprints held during
+// a save beside stay bounded by base).
+func growFlush(base, saved int64) int64 {
+	return min(max(base, saved/8), base+base/2)
 }
 
 // saveBeside saves the fingerprints pending on a goroutine of its own while the writer goes
@@ -174,9 +190,10 @@ func (c *committer) saveBeside(ctx context.Context) {
 				continue
 			}
 			c.writeBack(ctx, append([]*commitUnit{u}, c.queued()...))
-			if int64(len(c.held)) >= c.fpEvery {
-				// A flush held: the rest waits for the save, so that what the run holds
-				// does not grow with the time the save takes.
+			if int64(len(c.held)) >= c.fpBase {
+				// FingerprintFlush held: the rest waits for the save, so that what the run
+				// holds does not grow with the time the save takes (nor with the list, as
+				// what a save takes does: see growFlush).
 				commits = nil
 			}
 		}

@@ -77,7 +77,8 @@ type Config struct {
 	// the run); the run re-reads it whenever its version changes.
 	Suppressions Suppressions
 	// Fingerprints are the list's delta fingerprints (loaded for a delta run); the run adds
-	// what is acknowledged and saves them every FingerprintFlush rows and at the end.
+	// what is acknowledged and saves them every FingerprintFlush rows (more once the list
+	// grows: see growFlush) and at the end.
 	Fingerprints     *state.FingerprintSet
 	FingerprintFlush int
 	// MemoryBudget is how many bytes each of the run's sets that grow with its rows (the
