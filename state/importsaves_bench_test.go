@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,18 +29,7 @@ import (
 func BenchmarkImportSaves(b *testing.B) {
 	for _, n := range []int{2_000_000, 10_000_000} {
 		b.Run(strconv.Itoa(n/1_000_000)+"M", func(b *testing.B) {
-			b.Run("sqlite", func(b *testing.B) {
-				db, err := state.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "subsync.db"))
-				require.NoError(b, err)
-				defer db.Close()
-				_, err = state.Migrate(context.Background(), db, state.SQLite)
-				require.NoError(b, err)
-				benchImportSaves(b, state.New(db, state.SQLite), n)
-			})
-			b.Run("postgres", func(b *testing.B) {
-				s, _ := newTracedPostgres(b)
-				benchImportSaves(b, s, n)
-			})
+			eachBenchDB(b, func(b *testing.B, s *state.Store, _ *roundTrips) { benchImportSaves(b, s, n) })
 		})
 	}
 }

@@ -1,28 +1,11 @@
 package sinktest
 
 import (
-	"bytes"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 )
 
 // bulkBody is 1000 rows as subsync sends them: a dozen fields each, one custom field.
-func bulkBody(offset int) []byte {
-	var b bytes.Buffer
-	b.WriteByte('[')
-	for i := range MaxBulkRows {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"email":"person%d@example.com","firstname":"Kari","lastname":"Nordmann","address":"Storgata %d",`+
-			`"zip":"0150","city":"Oslo","phone":"+47%08d","company":"ACME AS","birthday":"1980-05-17","gender":"female",`+
-			`"SAMTYKKEEPOST":"1","EXTRA1":"%d"}`, offset+i, i, offset+i, i)
-	}
-	b.WriteByte(']')
-	return b.Bytes()
-}
+func bulkBody(offset int) []byte { return appendBulkBody(nil, offset) }
 
 func benchBulk(b *testing.B, fresh bool) {
 	e := New()
@@ -38,14 +21,7 @@ func benchBulk(b *testing.B, fresh bool) {
 			body = bulkBody((i + 1) * MaxBulkRows)
 			b.StartTimer()
 		}
-		req := httptest.NewRequest("POST", V2Prefix+"/subscribers/bulkinsert?subscriber_list_id=1", bytes.NewReader(body))
-		req.SetBasicAuth(DefaultUser, DefaultKey)
-		req.Header.Set("Content-Type", "application/json")
-		w := httptest.NewRecorder()
-		e.ServeHTTP(w, req)
-		if w.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", w.Code, w.Body)
-		}
+		postBulk(b, e, body)
 	}
 }
 

@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// appendBulkBody appends 1000 rows like bulkBody's (the same fields) for the e-mails
-// person<offset>… to dst: strconv rather than fmt, so that filling a large store is quick.
+// appendBulkBody appends 1000 rows as subsync sends them (a dozen fields each, one custom
+// field) for the e-mails person<offset>… to dst: strconv rather than fmt, so that filling a
+// large store is quick.
 func appendBulkBody(dst []byte, offset int) []byte {
 	dst = append(dst, '[')
 	for i := range MaxBulkRows {
