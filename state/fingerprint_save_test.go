@@ -23,11 +23,7 @@ func TestFingerprintStepsMergeParts(t *testing.T) {
 		set := state.NewFingerprintSet(5)
 		merged := false
 		for save := range 10 {
-			for i := range 25_000 {
-				e := state.EmailHash(fmt.Sprintf("m%d@example.com", (save*25_000+i)%200_000))
-				set.Add(state.Fingerprint{Email: e, Payload: uint64(save + 1)})
-				want[e] = uint64(save + 1)
-			}
+			addSaveRound(set, want, "m", save, 200_000)
 			steps := 0
 			_, before := bucketRows(t, s, 5)
 			require.NoError(t, s.SaveFingerprintsStepped(ctx, set, func() { steps++ }))
@@ -89,6 +85,17 @@ func requireFingerprints(t *testing.T, s *state.Store, listID int64, want map[ui
 	}
 }
 
+// addSaveRound adds to set, and notes in want, the fingerprints of one save of an import in
+// rounds: 25,000 addresses prefix<n>@example.com, n going round modulo addresses, each with
+// the payload save+1.
+func addSaveRound(set *state.FingerprintSet, want map[uint64]uint64, prefix string, save, addresses int) {
+	for i := range 25_000 {
+		e := state.EmailHash(fmt.Sprintf("%s%d@example.com", prefix, (save*25_000+i)%addresses))
+		set.Add(state.Fingerprint{Email: e, Payload: uint64(save + 1)})
+		want[e] = uint64(save + 1)
+	}
+}
+
 // TestFingerprintMergesKeepLatest: over many saves in steps (a long import), where a bucket's
 // newer parts are merged and its older ones kept, no bucket has more than eight parts and
 // every fingerprint loads back with the payload saved last, though the older parts kept hold
@@ -100,11 +107,7 @@ func TestFingerprintMergesKeepLatest(t *testing.T) {
 		want := map[uint64]uint64{}
 		set := state.NewFingerprintSet(6)
 		for save := range 26 {
-			for i := range 25_000 {
-				e := state.EmailHash(fmt.Sprintf("k%d@example.com", (save*25_000+i)%140_000))
-				set.Add(state.Fingerprint{Email: e, Payload: uint64(save + 1)})
-				want[e] = uint64(save + 1)
-			}
+			addSaveRound(set, want, "k", save, 140_000)
 			require.NoError(t, s.SaveFingerprintsStepped(ctx, set, func() {}))
 			most, _ := bucketRows(t, s, 6)
 			require.LessOrEqual(t, most, 8, "save %d: a bucket has at most 8 parts", save)
