@@ -84,10 +84,8 @@ func (e *Emulator) Subscribers() []Stored {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []Stored
-	for id := int64(1); id <= e.st.subs.len(); id++ {
-		if s := e.st.subscriber(id); s != nil {
-			out = append(out, e.st.stored(s))
-		}
+	for s := range e.st.live() {
+		out = append(out, e.st.stored(s))
 	}
 	return out
 }
@@ -108,8 +106,8 @@ func (e *Emulator) ListSubscribers(listID int64) []Stored {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []Stored
-	for id := int64(1); id <= e.st.subs.len(); id++ {
-		if s := e.st.subscriber(id); s != nil && e.st.membership(s, listID) != nil {
+	for s := range e.st.live() {
+		if e.st.membership(s, listID) != nil {
 			out = append(out, e.st.stored(s))
 		}
 	}
@@ -123,8 +121,8 @@ func (e *Emulator) ListMemberCount(listID int64) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
-	for id := int64(1); id <= e.st.subs.len(); id++ {
-		if s := e.st.subscriber(id); s != nil && e.st.membership(s, listID) != nil {
+	for s := range e.st.live() {
+		if e.st.membership(s, listID) != nil {
 			n++
 		}
 	}

@@ -168,10 +168,8 @@ func (st *store) deleteList(id int64) bool {
 		return false
 	}
 	delete(st.lists, id)
-	for sid := int64(1); sid <= st.subs.len(); sid++ {
-		if s := st.subscriber(sid); s != nil {
-			st.leave(s, id)
-		}
+	for s := range st.live() {
+		st.leave(s, id)
 	}
 	return true
 }

@@ -69,6 +69,17 @@ func (st *store) subscriber(id int64) *subscriber {
 	return nil
 }
 
+// live yields the subscribers not deleted, by id.
+func (st *store) live() iter.Seq[*subscriber] {
+	return func(yield func(*subscriber) bool) {
+		for id := int64(1); id <= st.subs.len(); id++ {
+			if s := st.subscriber(id); s != nil && !yield(s) {
+				return
+			}
+		}
+	}
+}
+
 // byEmailKey returns the subscriber whose key is key, or nil.
 func (st *store) byEmailKey(key string) *subscriber {
 	if id := st.byKey.find(key); id != 0 {

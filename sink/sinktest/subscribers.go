@@ -297,11 +297,7 @@ func (e *Emulator) byList(w http.ResponseWriter, r *http.Request, _ *reqInfo) {
 	fields := e.st.sortedFields()
 	out := []byte{'['}
 	skip, n := (page-1)*perPage, 0
-	for id := int64(1); id <= e.st.subs.len(); id++ {
-		s := e.st.subscriber(id)
-		if s == nil {
-			continue
-		}
+	for s := range e.st.live() {
 		m := e.st.membership(s, listID)
 		if m == nil || (status != stNone && m.status != status && !e.opts.byListAll) || max(s.updated, m.updated) <= after {
 			continue
