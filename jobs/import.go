@@ -96,19 +96,18 @@ func (rt *Runtime) EnqueueImport(ctx context.Context, args ImportArgs) (int64, e
 			args.Path, args.SharedDir = path, dir
 		}
 		if rt.db.dialect == state.Postgres && !args.Shared && args.SharedDir == "" {
-			f, err := os.Open(abs)
-			if err != nil {
-				return 0, fmt.Errorf("import: %w", err)
-			}
-			staged, err := rt.store.StageFile(ctx, filepath.Base(abs), f)
-			_ = f.Close()
+			staged, err := rt.stageWithCopy(ctx, abs)
 			if err != nil {
 				return 0, fmt.Errorf("import: stage %s: %w", abs, err)
 			}
 			args.StagedFile = staged.ID
 		}
 	}
-	return rt.insertImport(ctx, args)
+	id, err := rt.insertImport(ctx, args)
+	if err != nil && args.StagedFile != 0 {
+		rt.copies.remove(args.StagedFile)
+	}
+	return id, err
 }
 
 // ErrUnknownSource: an import names a source the configuration does not have.
@@ -205,6 +204,10 @@ func (rt *Runtime) importSource(ctx context.Context, args ImportArgs, a *attempt
 			a.log.WarnContext(ctx, "could not delete the staged file", slog.Any("error", err))
 		}
 	})
+	if path, ok := rt.copies.take(args.StagedFile); ok {
+		src.Path = path
+		return src, func() { _ = os.Remove(path) }, nil
+	}
 	path, cleanup, err := rt.restoreStaged(ctx, args.StagedFile, args.Path, "job"+strconv.FormatInt(a.job.ID, 10))
 	if errors.Is(err, state.ErrNotFound) {
 		return src, nop, permanent(fmt.Errorf("the staged copy of %s is gone (deleted after an earlier run ended?)", args.Path))

@@ -1,0 +1,72 @@
+package jobs_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/subsync/subsync/jobs"
+	"github.com/subsync/subsync/state"
+)
+
+// TestWorksItsOwnStagedCopy (#34): on the Postgres queue the worker that staged a file (a
+// `subsync import` with no other worker running) works the job from the copy it wrote while
+// staging, and does not read the file back from the database: the import completes even
+// when the staged chunks no longer decompress. The copy is gone once the run ends.
+func TestWorksItsOwnStagedCopy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, "postgres")
+	rt := b.open(t)
+	const n = 3000
+	path := contacts(t, t.TempDir(), n, nil)
+
+	id, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID})
+	require.NoError(t, err)
+	_, err = rt.State().DB().ExecContext(ctx, "UPDATE subsync_staged_chunk SET data = $1", []byte("not a zstd frame"))
+	require.NoError(t, err)
+
+	wctx, cancel := context.WithTimeout(ctx, time.Minute) // without its copy the run retries the restore
+	defer cancel()
+	run, err := rt.Wait(wctx, id, nil)
+	require.NoError(t, err)
+	require.Equal(t, state.RunCompleted, run.State)
+	require.Equal(t, int64(n), run.Counts.Sent)
+	require.Len(t, b.emu.ListSubscribers(b.listID), n)
+	require.Empty(t, stagedFiles(t, b.cfg.DataDir), "the copy is removed when the run ends")
+	require.Zero(t, stagedCount(t, rt), "the staged copy in the database is deleted too")
+}
+
+// TestOwnStagedCopyRemovedOnClose (#34): a copy written while staging that no run of this
+// process took (another worker took the job, or none ran before the process ended) is
+// removed when the runtime closes.
+func TestOwnStagedCopyRemovedOnClose(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "postgres")
+	rt, err := jobs.Open(context.Background(), b.cfg)
+	require.NoError(t, err)
+	path := contacts(t, t.TempDir(), 100, nil)
+	_, err = rt.EnqueueImport(context.Background(), jobs.ImportArgs{Path: path, ListID: b.listID})
+	require.NoError(t, err)
+	rt.Close()
+	require.Empty(t, stagedFiles(t, b.cfg.DataDir))
+}
+
+// stagedFiles lists the files in the data directory's staged folder.
+func stagedFiles(t *testing.T, dataDir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dataDir, "staged"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
