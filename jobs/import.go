@@ -96,18 +96,14 @@ func (rt *Runtime) EnqueueImport(ctx context.Context, args ImportArgs) (int64, e
 			args.Path, args.SharedDir = path, dir
 		}
 		if rt.db.dialect == state.Postgres && !args.Shared && args.SharedDir == "" {
-			staged, err := rt.stageWithCopy(ctx, abs)
+			staged, err := rt.stageFile(ctx, abs)
 			if err != nil {
 				return 0, fmt.Errorf("import: stage %s: %w", abs, err)
 			}
 			args.StagedFile = staged.ID
 		}
 	}
-	id, err := rt.insertImport(ctx, args)
-	if err != nil && args.StagedFile != 0 {
-		rt.copies.remove(args.StagedFile)
-	}
-	return id, err
+	return rt.insertImport(ctx, args)
 }
 
 // ErrUnknownSource: an import names a source the configuration does not have.
@@ -204,11 +200,11 @@ func (rt *Runtime) importSource(ctx context.Context, args ImportArgs, a *attempt
 			a.log.WarnContext(ctx, "could not delete the staged file", slog.Any("error", err))
 		}
 	})
-	if path, ok := rt.copies.take(args.StagedFile); ok {
-		src.Path = path
-		return src, func() { _ = os.Remove(path) }, nil
+	prefix := "job" + strconv.FormatInt(a.job.ID, 10)
+	path, cleanup, ok, err := rt.localCopy(args.StagedFile, args.Path, prefix)
+	if !ok && err == nil {
+		path, cleanup, err = rt.restoreStaged(ctx, args.StagedFile, args.Path, prefix)
 	}
-	path, cleanup, err := rt.restoreStaged(ctx, args.StagedFile, args.Path, "job"+strconv.FormatInt(a.job.ID, 10))
 	if errors.Is(err, state.ErrNotFound) {
 		return src, nop, permanent(fmt.Errorf("the staged copy of %s is gone (deleted after an earlier run ended?)", args.Path))
 	}

@@ -41,18 +41,45 @@ func TestWorksItsOwnStagedCopy(t *testing.T) {
 	require.Zero(t, stagedCount(t, rt), "the staged copy in the database is deleted too")
 }
 
-// TestOwnStagedCopyRemovedOnClose (#34): a copy written while staging that no run of this
-// process took (another worker took the job, or none ran before the process ended) is
-// removed when the runtime closes.
-func TestOwnStagedCopyRemovedOnClose(t *testing.T) {
+// TestNoStagedCopyLeftBehind (#34): a process that staged a file and did not run its job
+// (another worker took it) keeps no copy of it on its disk, while it keeps running.
+func TestNoStagedCopyLeftBehind(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	b := setup(t, "postgres")
-	rt, err := jobs.Open(context.Background(), b.cfg)
+	enqueuer := b.open(t)
+	other := b.cfg
+	other.DataDir = t.TempDir()
+	worker := b.openWith(t, other)
+	path := contacts(t, t.TempDir(), 500, nil)
+
+	id, err := enqueuer.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID})
 	require.NoError(t, err)
-	path := contacts(t, t.TempDir(), 100, nil)
-	_, err = rt.EnqueueImport(context.Background(), jobs.ImportArgs{Path: path, ListID: b.listID})
+	run, err := worker.Wait(ctx, id, nil)
 	require.NoError(t, err)
-	rt.Close()
+	require.Equal(t, state.RunCompleted, run.State)
+	require.Empty(t, stagedFiles(t, b.cfg.DataDir), "the process that staged the file holds no copy of it")
+	require.Empty(t, stagedFiles(t, other.DataDir), "the worker removed what it restored")
+}
+
+// TestStagedFileChangedBeforeItsRun (#34): a file changed after it was staged is imported as
+// it was staged, also by the process that staged it (it reads the file again only when it
+// still holds the bytes staged).
+func TestStagedFileChangedBeforeItsRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, "postgres")
+	rt := b.open(t)
+	path := contacts(t, t.TempDir(), 400, nil)
+	id, err := rt.EnqueueImport(ctx, jobs.ImportArgs{Path: path, ListID: b.listID})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte("E-post,Fornavn,Etternavn\nlater@example.com,Kari,Nordmann\n"), 0o600))
+
+	run, err := rt.Wait(ctx, id, nil)
+	require.NoError(t, err)
+	require.Equal(t, state.RunCompleted, run.State)
+	require.Equal(t, int64(400), run.Counts.Sent)
+	require.Len(t, b.emu.ListSubscribers(b.listID), 400)
 	require.Empty(t, stagedFiles(t, b.cfg.DataDir))
 }
 

@@ -40,7 +40,7 @@ type Runtime struct {
 	workerID string
 
 	service serviceHealth
-	copies  ownCopies // files this process staged, as it read them (see stageWithCopy)
+	here    stagedHere // the files this process staged (see localCopy)
 
 	mu       sync.Mutex
 	ended    chan struct{}     // closed (and replaced) when a run of this process reaches a final state
@@ -163,7 +163,6 @@ func (rt *Runtime) WorkerID() string { return rt.workerID }
 // Close releases the database. Call it after Run and Wait have returned.
 func (rt *Runtime) Close() {
 	rt.uiCancel()
-	rt.copies.removeAll()
 	rt.db.close()
 }
 

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/subsync/subsync/sink"
 	"github.com/subsync/subsync/state"
@@ -98,93 +95,4 @@ func (rt *Runtime) Lists(ctx context.Context) ([]sink.List, error) {
 		return nil, fmt.Errorf("subscriber service client: %w", rt.sinkErr)
 	}
 	return rt.sink.Lists(ctx)
-}
-
-// ownCopies are the local copies of the files this process staged, by staged file: the
-// bytes it staged, written to the data directory's staged folder as it read them. The run of
-// such a file on this process reads its copy (take) instead of reading the file back from
-// the database; a worker elsewhere restores it.
-type ownCopies struct {
-	mu    sync.Mutex
-	paths map[int64]string
-}
-
-func (c *ownCopies) add(id int64, path string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.paths == nil {
-		c.paths = map[int64]string{}
-	}
-	c.paths[id] = path
-}
-
-// take hands the copy of staged file id over to its run, which removes it when it ends.
-func (c *ownCopies) take(id int64) (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	path, ok := c.paths[id]
-	delete(c.paths, id)
-	return path, ok
-}
-
-func (c *ownCopies) remove(id int64) {
-	if path, ok := c.take(id); ok {
-		_ = os.Remove(path)
-	}
-}
-
-// removeAll removes the copies no run took (the runtime closes).
-func (c *ownCopies) removeAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, path := range c.paths {
-		_ = os.Remove(path)
-		delete(c.paths, id)
-	}
-}
-
-// stageWithCopy stages the file at path (state.Store.StageFile) and, as it reads it, writes
-// what it read to a copy in the data directory's staged folder, kept for a run of this
-// process (ownCopies). The copy is an economy, not a need: when it cannot be written (a full
-// disk), staging goes on without it and the run restores the file as any worker does.
-func (rt *Runtime) stageWithCopy(ctx context.Context, path string) (state.StagedFile, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return state.StagedFile{}, err
-	}
-	defer f.Close()
-	var in io.Reader = f
-	cp := &copyWriter{}
-	if dir, err := stagedDir(rt.cfg.DataDir); err == nil {
-		if cp.f, err = os.CreateTemp(dir, "own-*-"+filepath.Base(path)); err == nil {
-			in = io.TeeReader(f, cp)
-		}
-	}
-	staged, err := rt.store.StageFile(ctx, filepath.Base(path), in)
-	if cp.f == nil {
-		return staged, err
-	}
-	if cerr := cp.f.Close(); err != nil || cp.err != nil || cerr != nil {
-		if err == nil {
-			rt.log.DebugContext(ctx, "staging without a local copy", slog.Any("error", errors.Join(cp.err, cerr)))
-		}
-		_ = os.Remove(cp.f.Name())
-		return staged, err
-	}
-	rt.copies.add(staged.ID, cp.f.Name())
-	return staged, nil
-}
-
-// copyWriter writes to f until a write fails, and then drops what follows: staging does not
-// fail with it.
-type copyWriter struct {
-	f   *os.File
-	err error
-}
-
-func (w *copyWriter) Write(p []byte) (int, error) {
-	if w.err == nil {
-		_, w.err = w.f.Write(p)
-	}
-	return len(p), nil
 }
