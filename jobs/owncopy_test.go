@@ -14,9 +14,9 @@ import (
 )
 
 // TestWorksItsOwnStagedCopy (#34): on the Postgres queue the worker that staged a file (a
-// `subsync import` with no other worker running) works the job from the copy it wrote while
-// staging, and does not read the file back from the database: the import completes even
-// when the staged chunks no longer decompress. The copy is gone once the run ends.
+// `subsync import` with no other worker running) works the job from a copy of the file it
+// read, and does not read the file back from the database: the import completes even when
+// the staged chunks no longer decompress. The copy is gone once the run ends.
 func TestWorksItsOwnStagedCopy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
