@@ -52,10 +52,7 @@ func (rt *Runtime) restoreStaged(ctx context.Context, id int64, name, prefix str
 // stagedDir makes (if needed) and returns the staged folder of the data directory dataDir
 // (the system's temporary directory when empty), where staged files are restored.
 func stagedDir(dataDir string) (string, error) {
-	if dataDir == "" {
-		dataDir = os.TempDir()
-	}
-	dir := filepath.Join(dataDir, "staged")
+	dir := filepath.Join(cmpDir(dataDir), "staged")
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", err
 	}

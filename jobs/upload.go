@@ -41,8 +41,8 @@ func (rt *Runtime) StageUpload(ctx context.Context, name string, r io.Reader) (s
 	if strings.EqualFold(filepath.Ext(name), ".xls") {
 		return state.StagedFile{}, fmt.Errorf("%s: %w: an Excel 97-2003 workbook (.xls) is not supported: save it as .xlsx or CSV", name, ErrNotImportable)
 	}
-	dir := filepath.Join(cmpDir(rt.cfg.DataDir), "staged")
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	dir, err := stagedDir(rt.cfg.DataDir)
+	if err != nil {
 		return state.StagedFile{}, fmt.Errorf("receive %s: %w", name, err)
 	}
 	f, err := os.CreateTemp(dir, "upload-*-"+name)
