@@ -181,7 +181,8 @@ func main() {
 	batches := flag.Int("batches-in-flight", 4, "subsync's batches sent and not yet checkpointed (jobs.Config.BatchesInFlight)")
 	flag.IntVar(&fpFlush, "fingerprint-flush", 0, "delta fingerprints a run holds before saving them (jobs.Config.FingerprintFlush); 0: the default")
 	flag.Int64Var(&memBudget, "memory-budget", 0, "bytes each of a run's sets that grow with its rows may hold in memory before it spills to a temporary file (jobs.Config.MemoryBudget); 0: the default")
-	mode := flag.String("mode", "import", "import (subsync against the raw limit) or delta (two syncs, 1% changed)")
+	mode := flag.String("mode", "import", "import (subsync against the raw limit), delta (two syncs, 1% changed) or scale (-rows against runs of -scale-rows over the same span of time)")
+	scaleRows := flag.Int("scale-rows", 1_000_000, "scale mode: the rows of the small file, run -rows ÷ -scale-rows times next to each run of -rows")
 	flag.DurationVar(&latency, "latency", 0, "added by the emulator to every request, as a service tens of milliseconds away; the raw client then keeps -batches-in-flight requests in flight")
 	runs := flag.Int("runs", 1, "import mode: raw limit and subsync measured in turn this many times; the median ratio is printed. Delta mode: the second sync is run this many times, each on a copy of the database the first left")
 	cores := flag.String("cores", "split", "import mode: split (the emulator on one core, each client process on the others, as a service on another machine) or shared (every process on every core)")
@@ -217,7 +218,7 @@ func main() {
 		os.Exit(2)
 	}
 	switch *mode {
-	case "import":
+	case "import", "scale":
 		var split *coreSplit
 		switch *cores {
 		case "split":
@@ -228,13 +229,17 @@ func main() {
 		default:
 			err = fmt.Errorf("-cores %q: want split or shared", *cores)
 		}
-		if err == nil {
+		switch {
+		case err != nil:
+		case *mode == "scale":
+			err = runScale(*rows, *scaleRows, queues, *dir, *inFlight, *batches, max(1, *runs), split)
+		default:
 			err = run(*rows, strings.Split(*formats, ","), queues, *dir, *inFlight, *batches, max(1, *runs), split)
 		}
 	case "delta":
 		err = runDelta(*rows, *dir, *inFlight, *batches, *runs)
 	default:
-		err = fmt.Errorf("-mode %q: want import or delta", *mode)
+		err = fmt.Errorf("-mode %q: want import, delta or scale", *mode)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2ebench:", err)
