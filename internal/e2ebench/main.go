@@ -18,7 +18,7 @@
 // With -queue postgres the subsync process runs on the Postgres queue a fleet uses: every
 // measured run gets a database of its own, created on the server of -database-url (default
 // TEST_DATABASE_URL, or the local test server) and dropped after it, and the clock then
-// includes staging the file into it (EnqueueImport) and the worker restoring it; the column
+// includes staging the file into it (EnqueueImport) and the worker copying or restoring it; the column
 // "stage s" is the staging. -queue sqlite,postgres measures both in every run, in turn, and
 // prints the median time of each and the median of Postgres's time ÷ SQLite's, run by run.
 // -raw=false leaves the raw client out (it holds every encoded body in memory: for files of
@@ -44,6 +44,10 @@
 // skipped by their fingerprints). It prints rows/s, rows sent, unchanged, and the peak RSS of
 // each run, and the second run's time as a share of the first's.
 //
+// With -mode scale it measures how the rate holds up as the file grows: for each queue, in
+// turn, -rows ÷ -scale-rows runs of a -scale-rows file next to one run of -rows, and the large
+// run's rate ÷ the small runs' (their rows ÷ their total time), over the same span of time.
+//
 //	go run ./internal/e2ebench                      # 1,000,000 rows, csv and xlsx
 //	go run ./internal/e2ebench -rows 200000 -formats csv
 //	go run ./internal/e2ebench -mode delta          # 1,000,000 rows, synced twice, 1% changed
@@ -51,6 +55,7 @@
 //	go run ./internal/e2ebench -formats csv -queue sqlite,postgres -raw=false -runs 3
 //	                                           # the embedded queue and the fleet's, in turn
 //	go run ./internal/e2ebench -rows 10000000 -formats csv -raw=false -queue sqlite,postgres
+//	go run ./internal/e2ebench -mode scale -rows 10000000 -queue sqlite,postgres -raw=false -runs 3
 //	go run ./internal/e2ebench -rows 300000 -formats csv -latency 20ms -batches-in-flight 2 -runs 3
 //	                                           # against a service 20 ms away: the bound the window sets
 //
