@@ -252,6 +252,33 @@ func main() {
 	}
 }
 
+// workDir is dir, or a temporary directory (removed by cleanup) when dir is empty.
+func workDir(dir string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "e2ebench-*")
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { _ = os.RemoveAll(tmp) }, nil
+}
+
+// contactsFile returns the file of n generated contacts in format in dir, generating it
+// unless it is there from an earlier run.
+func contactsFile(dir string, n int, format string) (string, error) {
+	path := filepath.Join(dir, fmt.Sprintf("contacts-%d.%s", n, format))
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	start := time.Now()
+	if err := generate(path, format, n); err != nil {
+		return "", fmt.Errorf("generate %s: %w", format, err)
+	}
+	fmt.Printf("generated %s in %s\n", path, time.Since(start).Round(time.Millisecond))
+	return path, nil
+}
+
 // Flags read by run and subsync.
 var (
 	databaseURL string // -database-url
@@ -259,14 +286,11 @@ var (
 )
 
 func run(n int, formats, queues []string, dir string, inFlight, batches, runs int, split *coreSplit) error {
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "e2ebench-*")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
+	dir, cleanup, err := workDir(dir)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	rawInFlight := inFlight
 	if latency > 0 {
 		// Under latency the raw client keeps as many requests in flight as subsync may have
@@ -283,13 +307,9 @@ func run(n int, formats, queues []string, dir string, inFlight, batches, runs in
 		fmt.Println("cores shared: the emulator and each client process on every core")
 	}
 	for _, format := range formats {
-		path := filepath.Join(dir, fmt.Sprintf("contacts-%d.%s", n, format))
-		if _, err := os.Stat(path); err != nil {
-			start := time.Now()
-			if err := generate(path, format, n); err != nil {
-				return fmt.Errorf("generate %s: %w", format, err)
-			}
-			fmt.Printf("generated %s in %s\n", path, time.Since(start).Round(time.Millisecond))
+		path, err := contactsFile(dir, n, format)
+		if err != nil {
+			return err
 		}
 		fmt.Printf("\n%-6s %3s %-8s %11s %11s %6s %8s %9s %9s %7s %8s %9s %9s\n", "format", "run", "queue", "raw rows/s", "subsync",
 			"ratio", "peak RSS", "raw s", "subsync s", "stage s", "CPU s", "emu CPU s", "raw emu")
@@ -777,14 +797,11 @@ func (b *bulkStats) result() (int64, float64, float64) {
 // runs > 1 the second sync is run that many times, each on a copy of the database as the
 // first sync left it.
 func runDelta(n int, dir string, inFlight, batches, runs int) error {
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "e2ebench-*")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
+	dir, cleanup, err := workDir(dir)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	budget := "default"
 	if memBudget > 0 {
 		budget = strconv.FormatInt(memBudget, 10) + " bytes"

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -18,21 +16,15 @@ func runScale(large, small int, queues []string, dir string, inFlight, batches, 
 	if small <= 0 || large < 2*small {
 		return fmt.Errorf("-mode scale: -rows %d must be at least twice -scale-rows %d", large, small)
 	}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "e2ebench-*")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
+	dir, cleanup, err := workDir(dir)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	paths := map[int]string{}
 	for _, n := range []int{small, large} {
-		paths[n] = filepath.Join(dir, fmt.Sprintf("contacts-%d.csv", n))
-		if _, err := os.Stat(paths[n]); err != nil {
-			if err := generate(paths[n], "csv", n); err != nil {
-				return fmt.Errorf("generate %d rows: %w", n, err)
-			}
+		if paths[n], err = contactsFile(dir, n, "csv"); err != nil {
+			return err
 		}
 	}
 	var clients []int
