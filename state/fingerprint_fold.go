@@ -47,7 +47,7 @@ func (fd *folder) parts(ctx context.Context, tx *sql.Tx, listID int64, bucket in
 		return nil, err
 	}
 	nums := fd.nums[bucket-fd.from]
-	kept := mergedFrom(nums, fd.have[bucket].last+1)
+	kept := mergedFrom(nums, fd.have[bucket].next())
 	if kept == len(nums) {
 		return nil, fmt.Errorf("bucket %d: %d parts, expected %d", bucket, len(nums), fd.have[bucket].n)
 	}
@@ -134,7 +134,7 @@ func (fd *folder) take(ctx context.Context, tx *sql.Tx, listID int64, bucket int
 		}
 		groups++
 		ns := fd.nums[b-fd.from]
-		for _, n := range ns[mergedFrom(ns, fd.have[b].last+1):] {
+		for _, n := range ns[mergedFrom(ns, fd.have[b].next()):] {
 			buckets, nums = append(buckets, int32(b)), append(nums, int32(n))
 		}
 	}

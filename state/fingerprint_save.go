@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -152,11 +151,7 @@ func copyParts(ctx context.Context, conn *pgx.Conn, f *FingerprintSet, have []pa
 				continue
 			}
 			part = mergeBucket(part[:0], nil, f.sortedPending(bucket))
-			p := have[bucket]
-			if p.n == 0 {
-				p.last = -1
-			}
-			row[1], row[2], row[3] = bucket, p.last+1, part // encoded before the next row is asked for
+			row[1], row[2], row[3] = bucket, have[bucket].next(), part // encoded before the next row is asked for
 			return row, nil
 		}
 		return nil, nil
@@ -218,6 +213,14 @@ func saveParts(ctx context.Context, tx *sql.Tx, d Dialect, f *FingerprintSet, ol
 // parts is how many parts a bucket has (n) and the number of its last.
 type parts struct{ n, last int }
 
+// next is the number of the bucket's next part: one more than its last, 0 for its first.
+func (p parts) next() int {
+	if p.n == 0 {
+		return 0
+	}
+	return p.last + 1
+}
+
 // bucketParts reads the parts the buckets [from, to) of a list have, indexed by bucket.
 func bucketParts(ctx context.Context, q querier, listID int64, from, to int) ([]parts, error) {
 	have := make([]parts, FingerprintBuckets)
@@ -246,8 +249,8 @@ WHERE list_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY bucket`, listID, fr
 // writeParts writes, for the buckets [from, to) whose parts are have, the recent changes old
 // and then the pending fingerprints of f as a new part of each bucket they fall in, one
 // bucket at a time, partsPerInsert parts a statement; a bucket with maxParts parts has its
-// newer ones merged with the new one into one (folder.parts: ex must then be a transaction).
-func writeParts(ctx context.Context, ex execer, d Dialect, f *FingerprintSet, old []Fingerprint, have []parts, from, to int) error {
+// newer ones merged with the new one into one (folder.parts).
+func writeParts(ctx context.Context, tx *sql.Tx, d Dialect, f *FingerprintSet, old []Fingerprint, have []parts, from, to int) error {
 	const cols = 4
 	var buf []byte // the parts of the next statement, one after the other
 	var args []any // list, bucket, part and the end of the part's data in buf, a part at a time
@@ -264,13 +267,8 @@ func writeParts(ctx context.Context, ex execer, d Dialect, f *FingerprintSet, ol
 		var b strings.Builder
 		b.WriteString("INSERT INTO subsync_fingerprint (list_id, bucket, part, data) VALUES ")
 		d.placeholders(&b, len(args)/cols, cols, 1)
-		_, err := ex.ExecContext(ctx, b.String(), args...)
-		args = args[:0]
-		if _, batched := ex.(batchExecer); batched {
-			buf = make([]byte, 0, cap(buf)) // the batch holds the statement's data until it is sent
-		} else {
-			buf = buf[:0]
-		}
+		_, err := tx.ExecContext(ctx, b.String(), args...)
+		args, buf = args[:0], buf[:0]
 		return err
 	}
 	var part, merged []byte
@@ -296,15 +294,7 @@ func writeParts(ctx context.Context, ex execer, d Dialect, f *FingerprintSet, ol
 		}
 		merged = appendSorted(merged[:0], fresh)
 		part = mergeBucket(part[:0], merged, f.sortedPending(bucket))
-		p := have[bucket]
-		if p.n == 0 {
-			p.last = -1
-		}
-		if p.n+1 > maxParts {
-			tx, ok := ex.(*sql.Tx)
-			if !ok {
-				return errors.New("merging a bucket's parts needs a transaction")
-			}
+		if have[bucket].n+1 > maxParts {
 			var err error
 			if buf, err = fold.parts(ctx, tx, f.listID, bucket, buf, part); err != nil {
 				return err
@@ -312,7 +302,7 @@ func writeParts(ctx context.Context, ex execer, d Dialect, f *FingerprintSet, ol
 		} else {
 			buf = append(buf, part...)
 		}
-		args = append(args, f.listID, bucket, p.last+1, len(buf))
+		args = append(args, f.listID, bucket, have[bucket].next(), len(buf))
 		if len(args) == partsPerInsert*cols || len(buf) >= maxInsertBytes {
 			if err := insert(); err != nil {
 				return err
