@@ -29,22 +29,36 @@ func (rt *Runtime) EnqueueStaged(ctx context.Context, args ImportArgs, staged st
 // staged folder), whose name ends in the original name (its extension tells the file's
 // kind); cleanup removes it.
 func (rt *Runtime) restoreStaged(ctx context.Context, id int64, name, prefix string) (string, func(), error) {
-	dir, err := stagedDir(rt.cfg.DataDir)
+	path, cleanup, err := rt.stagedTemp(name, prefix, func(f *os.File) error {
+		_, err := rt.store.RestoreStaged(ctx, id, f)
+		return err
+	})
 	if err != nil {
 		return "", nil, fmt.Errorf("restore staged file: %w", err)
+	}
+	return path, cleanup, nil
+}
+
+// stagedTemp writes a temporary file in the data directory's staged folder, named prefix,
+// a random part and the base of name, with fill; cleanup removes it. When fill fails the
+// file is removed and its error returned.
+func (rt *Runtime) stagedTemp(name, prefix string, fill func(*os.File) error) (string, func(), error) {
+	dir, err := stagedDir(rt.cfg.DataDir)
+	if err != nil {
+		return "", nil, err
 	}
 	f, err := os.CreateTemp(dir, prefix+"-*-"+filepath.Base(name))
 	if err != nil {
-		return "", nil, fmt.Errorf("restore staged file: %w", err)
+		return "", nil, err
 	}
 	cleanup := func() { _ = os.Remove(f.Name()) }
-	_, err = rt.store.RestoreStaged(ctx, id, f)
+	err = fill(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		cleanup()
-		return "", nil, fmt.Errorf("restore staged file: %w", err)
+		return "", nil, err
 	}
 	return f.Name(), cleanup, nil
 }

@@ -105,38 +105,30 @@ var errChanged = errors.New("the file changed since it was staged")
 // localCopy copies the file staged file id was read from, if this process staged it, into a
 // temporary file of the data directory's staged folder (as restoreStaged does), checking
 // that it still holds the bytes staged; ok is false when it did not stage it, or the file
-// changed (then the caller restores the staged copy).
+// moved or changed (then the caller restores the staged copy).
 func (rt *Runtime) localCopy(id int64, name, prefix string) (path string, cleanup func(), ok bool, err error) {
 	o, staged := rt.here.take(id)
 	if !staged {
 		return "", nil, false, nil
-	}
-	dir, err := stagedDir(rt.cfg.DataDir)
-	if err != nil {
-		return "", nil, false, fmt.Errorf("copy staged file: %w", err)
 	}
 	src, err := os.Open(o.path)
 	if err != nil {
 		return "", nil, false, nil // moved or removed since: restore
 	}
 	defer src.Close()
-	dst, err := os.CreateTemp(dir, prefix+"-*-"+filepath.Base(name))
-	if err != nil {
-		return "", nil, false, fmt.Errorf("copy staged file: %w", err)
-	}
-	cleanup = func() { _ = os.Remove(dst.Name()) }
-	sum := rt.here.hasher()
-	n, err := io.Copy(io.MultiWriter(dst, sum), io.LimitReader(src, o.size+1))
-	if cerr := dst.Close(); err == nil {
-		err = cerr
-	}
+	path, cleanup, err = rt.stagedTemp(name, prefix, func(dst *os.File) error {
+		sum := rt.here.hasher()
+		n, err := io.Copy(io.MultiWriter(dst, sum), io.LimitReader(src, o.size+1))
+		if err == nil && (n != o.size || sum.Sum64() != o.sum) {
+			err = errChanged
+		}
+		return err
+	})
 	switch {
-	case err != nil:
-		cleanup()
-		return "", nil, false, fmt.Errorf("copy staged file: %w", err)
-	case n != o.size || sum.Sum64() != o.sum:
-		cleanup()
+	case errors.Is(err, errChanged):
 		return "", nil, false, nil
+	case err != nil:
+		return "", nil, false, fmt.Errorf("copy staged file: %w", err)
 	}
-	return dst.Name(), cleanup, true, nil
+	return path, cleanup, true, nil
 }
